@@ -1,0 +1,91 @@
+// Types for the parts of scripts/kafka/kafka.mjs that TypeScript code (test/helpers/kafka.ts) imports.
+export interface ClusterNodeJson {
+  id: number
+  host: string
+  port: number
+  saslPort?: number
+  controllerPort: number
+  pid: number
+  /** node directory: server.properties, log4j2.properties, logs/, data/, stdout.log */
+  dir: string
+  /** Kafka log.dirs (partition directories live here) */
+  logDir: string
+  serverLog: string
+}
+export interface ClusterJson {
+  name: string
+  bootstrap: string
+  saslBootstrap?: string
+  saslUsers?: { user: string; password: string }[]
+  saslMechanisms?: string[]
+  nodes: ClusterNodeJson[]
+  clusterId: string
+  transactionVersion: number
+  basePort: number
+  sasl: boolean
+  startedAt: string
+  startupMs: number
+}
+export interface ProbeResult {
+  brokers: { id: number; host: string; port: number; rack: string | null }[]
+  clusterId: string | null
+  controllerId: number
+  finalizedFeatures: Record<string, number>
+  metadataVersion: number
+}
+export interface DumpedRecord {
+  offset: number
+  timestamp: number
+  keySize: number
+  valueSize: number
+  sequence: number
+  headerKeys: string[]
+  endTxnMarker?: 'COMMIT' | 'ABORT'
+  coordinatorEpoch?: number
+}
+export interface DumpedBatch {
+  node: number
+  partition: number
+  baseOffset: number
+  lastOffset: number
+  count: number
+  producerId: number
+  producerEpoch: number
+  baseSequence: number
+  lastSequence: number
+  isTransactional: boolean
+  isControl: boolean
+  /** 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd' as DumpLogSegments prints it */
+  compressCodec: string
+  crc: number
+  crcValid: boolean
+  magic: number
+  position: number
+  size: number
+  partitionLeaderEpoch: number
+  maxTimestamp: number | null
+  timestampType: 'CreateTime' | 'LogAppendTime' | null
+  /** marker type of a control batch */
+  controlType: 'COMMIT' | 'ABORT' | null
+  file: string
+  records: DumpedRecord[]
+}
+export const ROOT: string
+export const KAFKA_HOME: string
+export const LIBS: string
+export const CLUSTERS: string
+export const USERS: { user: string; password: string }[]
+export function ports(base: number, id: number): { port: number; saslPort: number; controllerPort: number }
+export function libsReady(): boolean
+export function fetchLibs(opts?: { force?: boolean }): void
+export function classpath(): string
+export function probe(host: string, port: number, timeoutMs?: number): Promise<ProbeResult>
+export function up(opts?: { name?: string; nodes?: number; sasl?: boolean; basePort?: number; tv?: number | null; owner?: string }): Promise<ClusterJson>
+export function down(opts?: { name?: string; all?: boolean; owner?: string }): Promise<string[]>
+export function signalNode(name: string, id: number, what: 'kill' | 'stop' | 'cont'): Promise<{ id: number; pid: number }>
+export function restartNode(name: string, id: number, opts?: { timeoutMs?: number }): Promise<{ id: number; pid: number; ms: number }>
+export function parseDumpOutput(text: string): Omit<DumpedBatch, 'node'>[]
+export function dumpBatches(name: string, topic: string, opts?: { node?: number; partitions?: number[] }): Promise<DumpedBatch[]>
+export function toolsClasspath(): { source: boolean; cp: string }
+export function toolCommand(name: 'Reader' | 'Admin' | 'Produce', args?: string[]): [string, string[]]
+export function runTool(name: 'Reader' | 'Admin' | 'Produce', args?: string[], opts?: { input?: string; timeoutMs?: number }): Promise<string>

@@ -1,0 +1,897 @@
+#!/usr/bin/env node
+// kafka-edge test harness: fetch Apache Kafka jars, start/stop local KRaft clusters.
+//
+// Plain Node ESM, no dependencies. Needs Java 17+, Maven (for `fetch` only) and Node 20+.
+//
+//   node scripts/kafka/kafka.mjs fetch
+//   node scripts/kafka/kafka.mjs up [--nodes 1|3] [--name NAME] [--sasl] [--base-port P] [--tv 1|2] [--json]
+//   node scripts/kafka/kafka.mjs up ... [--owner RUN_ID]    (records which test run created the cluster)
+//   node scripts/kafka/kafka.mjs down [--name NAME | --all | --owner RUN_ID]
+//   node scripts/kafka/kafka.mjs status [--name NAME]
+//   node scripts/kafka/kafka.mjs kill|stop|cont|restart <name> <nodeId>
+//   node scripts/kafka/kafka.mjs probe <host:port>           (ApiVersions + Metadata, JSON)
+//   node scripts/kafka/kafka.mjs dump-batches <name> <topic> [--node ID]   (JSON lines)
+//   node scripts/kafka/kafka.mjs tool Reader|Admin|Produce <args...>      (Java helpers, see their headers)
+//
+// Layout: .kafka/libs (jars), .kafka/clusters/<name>/node-<id>/{server.properties,log4j2.properties,
+// data/,logs/server.log,stdout.log,pid}, .kafka/clusters/<name>/cluster.json (+ .kafka/cluster.json for
+// the `default` cluster).
+import { spawn, spawnSync, execFile } from 'node:child_process'
+import { createHash, randomBytes } from 'node:crypto'
+import fs from 'node:fs'
+import net from 'node:net'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const SCRIPT_DIR = path.dirname(fileURLToPath(import.meta.url))
+export const ROOT = path.resolve(SCRIPT_DIR, '../..')
+export const KAFKA_HOME = process.env.KAFKA_EDGE_HOME ? path.resolve(process.env.KAFKA_EDGE_HOME) : path.join(ROOT, '.kafka')
+export const LIBS = path.join(KAFKA_HOME, 'libs')
+export const CLUSTERS = path.join(KAFKA_HOME, 'clusters')
+const POM = path.join(SCRIPT_DIR, 'pom.xml')
+const STAMP = path.join(LIBS, '.stamp')
+const HOST = '127.0.0.1'
+const DEFAULT_BASE_PORT = 39092
+const PORT_BLOCK = 100 // one cluster owns [base, base+30): plaintext +0.., sasl +10.., controller +20..
+export const USERS = [
+  { user: 'admin', password: 'admin-secret' },
+  { user: 'relay', password: 'relay-secret' },
+]
+const SCRAM_MECHS = ['SCRAM-SHA-256', 'SCRAM-SHA-512']
+
+// JVM flags for brokers: small heap, quick startup. KAFKA_EDGE_BROKER_JVM_OPTS replaces them
+// (e.g. benchmarks that want C2: "-Xmx1g -XX:+UseParallelGC").
+const BROKER_JVM_OPTS = process.env.KAFKA_EDGE_BROKER_JVM_OPTS
+  ? process.env.KAFKA_EDGE_BROKER_JVM_OPTS.split(/\s+/).filter(Boolean)
+  : ['-Xms64m', '-Xmx320m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xshare:auto', '-XX:-UsePerfData',
+     '-XX:MaxDirectMemorySize=256m', '-XX:+ExitOnOutOfMemoryError']
+const TOOL_JVM_OPTS = ['-Xmx128m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xshare:auto', '-XX:-UsePerfData']
+
+// ---------------------------------------------------------------------------------------------
+// small utilities
+
+const log = (...a) => { if (!QUIET) console.error('[kafka]', ...a) }
+let QUIET = false
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+class HarnessError extends Error {}
+const fail = (msg) => { throw new HarnessError(msg) }
+
+// flags that never take a value
+const BOOL_FLAGS = new Set(['sasl', 'json', 'all', 'quiet', 'force'])
+function parseCli(argv) {
+  const opts = { _: [] }
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    if (a.startsWith('--')) {
+      const [k, v] = a.slice(2).split('=', 2)
+      if (v !== undefined) opts[k] = v
+      else if (BOOL_FLAGS.has(k)) opts[k] = true
+      else if (i + 1 < argv.length) opts[k] = argv[++i]
+      else fail(`--${k} needs a value`)
+    } else opts._.push(a)
+  }
+  return opts
+}
+
+function isAlive(pid) {
+  if (!pid) return false
+  try { process.kill(pid, 0) } catch (e) { return e.code === 'EPERM' }
+  // a zombie (exited child not yet reaped by its parent) still answers kill(0): check /proc
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+    return state !== 'Z' && state !== 'X'
+  } catch { return true }
+}
+function procState(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+  } catch { return null }
+}
+
+function tail(file, lines = 40) {
+  try {
+    const txt = fs.readFileSync(file, 'utf8')
+    return txt.split('\n').slice(-lines).join('\n')
+  } catch { return `(no ${file})` }
+}
+
+function portFree(port) {
+  return new Promise((resolve) => {
+    const srv = net.createServer()
+    srv.once('error', () => resolve(false))
+    srv.listen({ port, host: HOST, exclusive: true }, () => srv.close(() => resolve(true)))
+  })
+}
+
+function fnv(s) {
+  let h = 0x811c9dc5
+  for (const c of Buffer.from(s)) { h ^= c; h = Math.imul(h, 0x01000193) >>> 0 }
+  return h
+}
+
+function readJson(file) { try { return JSON.parse(fs.readFileSync(file, 'utf8')) } catch { return null } }
+function writeJsonAtomic(file, obj) {
+  const tmp = `${file}.${process.pid}.tmp`
+  fs.writeFileSync(tmp, JSON.stringify(obj, null, 2) + '\n')
+  fs.renameSync(tmp, file)
+}
+
+// ---------------------------------------------------------------------------------------------
+// fetch
+
+function pomHash() { return createHash('sha256').update(fs.readFileSync(POM)).digest('hex') }
+
+export function libsReady() {
+  const stamp = readJson(STAMP)
+  if (!stamp || stamp.pom !== pomHash()) return false
+  try {
+    const jars = fs.readdirSync(LIBS).filter((f) => f.endsWith('.jar'))
+    return jars.length === stamp.jars && jars.some((j) => /^kafka_2\.13-.*\.jar$/.test(j))
+  } catch { return false }
+}
+
+export function fetchLibs({ force = false } = {}) {
+  if (!force && libsReady()) { log(`libs up to date (${LIBS})`); return }
+  fs.mkdirSync(KAFKA_HOME, { recursive: true })
+  // copy into a fresh directory and swap it in: copy-dependencies skips files it believes are
+  // present and never removes stale versions, so an in-place copy mixes old and new jars.
+  const tmp = path.join(KAFKA_HOME, `libs.tmp-${process.pid}`)
+  fs.rmSync(tmp, { recursive: true, force: true })
+  log('fetching Apache Kafka jars with Maven ...')
+  const r = spawnSync('mvn', ['-q', '-B', '-f', POM, 'dependency:copy-dependencies',
+    `-DoutputDirectory=${tmp}`, '-DincludeScope=runtime'], { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' })
+  if (r.error) fail(`cannot run mvn: ${r.error.message} (install Maven 3.8+)`)
+  if (r.status !== 0) fail(`mvn dependency:copy-dependencies failed (${r.status}):\n${r.stdout}\n${r.stderr}`)
+  const jars = fs.readdirSync(tmp).filter((f) => f.endsWith('.jar'))
+  if (!jars.some((j) => /^kafka_2\.13-.*\.jar$/.test(j))) fail(`Maven produced no kafka_2.13 jar in ${tmp}`)
+  fs.writeFileSync(path.join(tmp, '.stamp'), JSON.stringify({ pom: pomHash(), jars: jars.length, when: new Date().toISOString() }) + '\n')
+  const old = path.join(KAFKA_HOME, `libs.old-${process.pid}`)
+  if (fs.existsSync(LIBS)) fs.renameSync(LIBS, old)
+  fs.renameSync(tmp, LIBS)
+  fs.rmSync(old, { recursive: true, force: true })
+  log(`fetched ${jars.length} jars into ${LIBS}`)
+}
+
+function ensureLibs() { if (!libsReady()) fetchLibs() }
+export const classpath = () => path.join(LIBS, '*')
+
+// ---------------------------------------------------------------------------------------------
+// Kafka wire probe: ApiVersions v3 (finalized features) + Metadata (brokers), raw TCP
+
+class Reader {
+  constructor(buf) { this.b = buf; this.o = 0 }
+  i8() { const v = this.b.readInt8(this.o); this.o += 1; return v }
+  i16() { const v = this.b.readInt16BE(this.o); this.o += 2; return v }
+  i32() { const v = this.b.readInt32BE(this.o); this.o += 4; return v }
+  uvarint() { let v = 0, s = 0, c; do { c = this.b[this.o++]; v |= (c & 0x7f) << s; s += 7 } while (c & 0x80); return v >>> 0 }
+  str() { const n = this.i16(); if (n < 0) return null; const v = this.b.toString('utf8', this.o, this.o + n); this.o += n; return v }
+  cstr() { const n = this.uvarint() - 1; if (n < 0) return null; const v = this.b.toString('utf8', this.o, this.o + n); this.o += n; return v }
+  skipTags() { const n = this.uvarint(); for (let i = 0; i < n; i++) { this.uvarint(); const sz = this.uvarint(); this.o += sz } }
+}
+
+function frame(apiKey, apiVersion, corr, body, flexibleHeader) {
+  const clientId = Buffer.from('kafka-edge-harness')
+  const hdr = Buffer.alloc(10 + clientId.length + (flexibleHeader ? 1 : 0))
+  hdr.writeInt16BE(apiKey, 0); hdr.writeInt16BE(apiVersion, 2); hdr.writeInt32BE(corr, 4)
+  hdr.writeInt16BE(clientId.length, 8); clientId.copy(hdr, 10)
+  const payload = Buffer.concat([hdr, body])
+  const size = Buffer.alloc(4); size.writeInt32BE(payload.length)
+  return Buffer.concat([size, payload])
+}
+
+function kafkaRequests(host, port, requests, timeoutMs) {
+  // requests: [{apiKey, build(prevBodies) -> {version, body}, flexibleHeader}] sent in order on one connection; resolves bodies.
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host, port })
+    let buf = Buffer.alloc(0)
+    const out = []
+    let next = 0
+    const timer = setTimeout(() => { sock.destroy(); reject(new Error(`timeout after ${timeoutMs}ms talking to ${host}:${port}`)) }, timeoutMs)
+    const send = () => {
+      const r = requests[next]
+      let b
+      try { b = r.build(out) } catch (e) { clearTimeout(timer); sock.destroy(); reject(e); return }
+      sock.write(frame(r.apiKey, b.version, next + 1, b.body, r.flexibleHeader))
+    }
+    sock.on('connect', send)
+    sock.on('error', (e) => { clearTimeout(timer); reject(e) })
+    sock.on('close', () => { clearTimeout(timer); if (out.length < requests.length) reject(new Error(`connection to ${host}:${port} closed`)) })
+    sock.on('data', (d) => {
+      buf = Buffer.concat([buf, d])
+      while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
+        const n = buf.readInt32BE(0)
+        const body = buf.subarray(8, 4 + n) // skip size + correlation id (response header v0)
+        buf = buf.subarray(4 + n)
+        out.push(body)
+        next++
+        if (next < requests.length) send()
+        else { clearTimeout(timer); sock.end(); resolve(out) }
+      }
+    })
+  })
+}
+
+function parseApiVersionsV3(body) {
+  const r = new Reader(body)
+  const errorCode = r.i16()
+  const apis = {}
+  const n = r.uvarint() - 1
+  for (let i = 0; i < n; i++) { const k = r.i16(), min = r.i16(), max = r.i16(); r.skipTags(); apis[k] = { min, max } }
+  r.i32() // throttle
+  const finalized = {}
+  const supported = {}
+  const ntags = r.uvarint()
+  for (let t = 0; t < ntags; t++) {
+    const tag = r.uvarint(); const size = r.uvarint(); const end = r.o + size
+    if (tag === 0 || tag === 2) {
+      const m = r.uvarint() - 1
+      for (let i = 0; i < m; i++) {
+        const name = r.cstr(); const a = r.i16(); const b = r.i16(); r.skipTags()
+        if (tag === 0) supported[name] = { min: a, max: b }
+        else finalized[name] = { max: a, min: b }
+      }
+    }
+    r.o = end
+  }
+  return { errorCode, apis, finalized, supported }
+}
+
+function metadataBody(version) {
+  const parts = [Buffer.from([0, 0, 0, 0])] // topics: empty array (no topics)
+  if (version >= 4) parts.push(Buffer.from([0])) // allow_auto_topic_creation
+  if (version >= 8) parts.push(Buffer.from([0, 0])) // include authorized operations
+  return Buffer.concat(parts)
+}
+
+function parseMetadata(body, version) {
+  const r = new Reader(body)
+  if (version >= 3) r.i32()
+  const brokers = []
+  const n = r.i32()
+  for (let i = 0; i < n; i++) {
+    const id = r.i32(); const host = r.str(); const port = r.i32(); const rack = version >= 1 ? r.str() : null
+    brokers.push({ id, host, port, rack })
+  }
+  const clusterId = version >= 2 ? r.str() : null
+  const controllerId = version >= 1 ? r.i32() : -1
+  return { brokers, clusterId, controllerId }
+}
+
+/** ApiVersions v3 + Metadata (v1..v8) against one broker. */
+export async function probe(host, port, timeoutMs = 3000) {
+  let av
+  let mdVersion = 1
+  const [, mdBody] = await kafkaRequests(host, port, [
+    {
+      apiKey: 18, flexibleHeader: true,
+      build: () => ({ version: 3, body: Buffer.from([0x0b, ...Buffer.from('kafka-edge'), 0x06, ...Buffer.from('0.1.0'), 0]) }),
+    },
+    {
+      apiKey: 3, flexibleHeader: false,
+      build: (out) => {
+        av = parseApiVersionsV3(out[0])
+        if (av.errorCode !== 0) throw new Error(`ApiVersions error ${av.errorCode}`)
+        const md = av.apis[3]
+        if (!md) throw new Error('broker does not list Metadata')
+        mdVersion = Math.max(md.min, Math.min(8, md.max))
+        return { version: mdVersion, body: metadataBody(mdVersion) }
+      },
+    },
+  ], timeoutMs)
+  const md = parseMetadata(mdBody, mdVersion)
+  return { ...md, finalizedFeatures: Object.fromEntries(Object.entries(av.finalized).map(([k, v]) => [k, v.max])), supportedFeatures: av.supported, metadataVersion: mdVersion }
+}
+
+// ---------------------------------------------------------------------------------------------
+// cluster layout
+
+const clusterDir = (name) => path.join(CLUSTERS, name)
+const clusterFile = (name) => path.join(clusterDir(name), 'cluster.json')
+const nodeDir = (name, id) => path.join(clusterDir(name), `node-${id}`)
+export const ports = (base, id) => ({ port: base + id - 1, saslPort: base + 10 + id - 1, controllerPort: base + 20 + id - 1 })
+
+function validateName(name) {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) fail(`bad cluster name ${JSON.stringify(name)}`)
+}
+
+function listClusters() {
+  try { return fs.readdirSync(CLUSTERS).filter((d) => fs.existsSync(path.join(CLUSTERS, d))) } catch { return [] }
+}
+
+async function chooseBasePort(name, nodes, explicit) {
+  const claimed = new Set()
+  for (const c of listClusters()) {
+    if (c === name) continue
+    const meta = readJson(path.join(clusterDir(c), 'ports.json'))
+    if (meta) claimed.add(meta.basePort)
+  }
+  const blockFree = async (base) => {
+    for (let id = 1; id <= nodes; id++) {
+      for (const p of Object.values(ports(base, id))) if (!(await portFree(p))) return p
+    }
+    return 0
+  }
+  if (explicit) {
+    const busy = await blockFree(explicit)
+    if (busy) fail(`port ${busy} (from --base-port ${explicit}) is already in use`)
+    return explicit
+  }
+  const prefer = name === 'default' ? DEFAULT_BASE_PORT : DEFAULT_BASE_PORT + PORT_BLOCK * (1 + (fnv(name) % 150))
+  for (let i = 0; i < 200; i++) {
+    const base = DEFAULT_BASE_PORT + ((prefer - DEFAULT_BASE_PORT + i * PORT_BLOCK) % (PORT_BLOCK * 200))
+    if (claimed.has(base)) continue
+    if (!(await blockFree(base))) return base
+  }
+  fail('no free port block found for the cluster; pass --base-port')
+}
+
+function serverProperties({ id, nodes, base, sasl }) {
+  const p = ports(base, id)
+  const voters = Array.from({ length: nodes }, (_, i) => `${i + 1}@${HOST}:${ports(base, i + 1).controllerPort}`).join(',')
+  const listeners = [`PLAINTEXT://${HOST}:${p.port}`, `CONTROLLER://${HOST}:${p.controllerPort}`]
+  const advertised = [`PLAINTEXT://${HOST}:${p.port}`]
+  if (sasl) { listeners.push(`SASL_PLAINTEXT://${HOST}:${p.saslPort}`); advertised.push(`SASL_PLAINTEXT://${HOST}:${p.saslPort}`) }
+  const rf = Math.min(nodes, 3)
+  const lines = {
+    'process.roles': 'broker,controller',
+    'node.id': id,
+    'controller.quorum.voters': voters,
+    'controller.listener.names': 'CONTROLLER',
+    listeners: listeners.join(','),
+    'advertised.listeners': advertised.join(','),
+    'inter.broker.listener.name': 'PLAINTEXT',
+    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT',
+    'log.dirs': path.join(nodeDir('__NAME__', id), 'data'),
+    // test-friendly broker defaults
+    'num.partitions': 1,
+    'auto.create.topics.enable': false,
+    'default.replication.factor': 1,
+    'offsets.topic.replication.factor': rf,
+    'offsets.topic.num.partitions': 5,
+    'transaction.state.log.replication.factor': rf,
+    'transaction.state.log.min.isr': Math.min(2, rf),
+    'transaction.state.log.num.partitions': 5,
+    'share.coordinator.state.topic.replication.factor': rf,
+    'share.coordinator.state.topic.min.isr': Math.min(2, rf),
+    'group.initial.rebalance.delay.ms': 0,
+    // fast startup and failover on a small shared machine
+    'controller.quorum.election.timeout.ms': 800,
+    'controller.quorum.fetch.timeout.ms': 1600,
+    'controller.quorum.election.backoff.max.ms': 400,
+    'broker.heartbeat.interval.ms': 500,
+    'broker.session.timeout.ms': 4000,
+    'initial.broker.registration.timeout.ms': 60000,
+    'replica.lag.time.max.ms': 10000,
+    // small footprint
+    'num.network.threads': 2,
+    'num.io.threads': 2,
+    'num.recovery.threads.per.data.dir': 1,
+    'num.replica.fetchers': 1,
+    'background.threads': 2,
+    'log.cleaner.threads': 1,
+    'log.cleaner.dedupe.buffer.size': 8 * 1024 * 1024,
+    'log.index.size.max.bytes': 1024 * 1024,
+  }
+  if (sasl) {
+    lines['sasl.enabled.mechanisms'] = ['PLAIN', ...SCRAM_MECHS].join(',')
+    lines['listener.name.sasl_plaintext.plain.sasl.jaas.config'] =
+      'org.apache.kafka.common.security.plain.PlainLoginModule required ' + USERS.map((u) => `user_${u.user}="${u.password}"`).join(' ') + ';'
+    for (const m of SCRAM_MECHS) lines[`listener.name.sasl_plaintext.${m.toLowerCase()}.sasl.jaas.config`] = 'org.apache.kafka.common.security.scram.ScramLoginModule required;'
+  }
+  return lines
+}
+
+function propsText(obj) {
+  return Object.entries(obj).map(([k, v]) => `${k}=${String(v).replace(/\\/g, '\\\\')}`).join('\n') + '\n'
+}
+
+function log4jText(logDir) {
+  return `# written by scripts/kafka/kafka.mjs
+status = warn
+appender.file.type = RollingFile
+appender.file.name = file
+appender.file.fileName = ${logDir}/server.log
+appender.file.filePattern = ${logDir}/server.log.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 20MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 2
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.apache.name = org.apache.kafka
+logger.apache.level = INFO
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.state.name = state.change.logger
+logger.state.level = INFO
+`
+}
+
+function javaBin() { return process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'java') : 'java' }
+
+function runJava(args, { timeoutMs = 120000 } = {}) {
+  return new Promise((resolve, reject) => {
+    execFile(javaBin(), args, { maxBuffer: 64 * 1024 * 1024, timeout: timeoutMs }, (err, stdout, stderr) => {
+      if (err) reject(new HarnessError(`java ${args.slice(-6).join(' ')} failed: ${err.message}\n${stdout}\n${stderr}`))
+      else resolve({ stdout, stderr })
+    })
+  })
+}
+
+function toolLog4j() { return path.join(SCRIPT_DIR, 'log4j2-tools.properties') }
+
+async function formatNode({ dir, clusterId, tv, sasl }) {
+  const args = [...TOOL_JVM_OPTS, `-Dlog4j2.configurationFile=${toolLog4j()}`, '-cp', classpath(), 'kafka.tools.StorageTool',
+    'format', '--config', path.join(dir, 'server.properties'), '--cluster-id', clusterId]
+  if (tv) args.push('--feature', `transaction.version=${tv}`)
+  if (sasl) {
+    for (const m of SCRAM_MECHS) for (const u of USERS) args.push('--add-scram', `${m}=[name=${u.user},password=${u.password}]`)
+  }
+  await runJava(args)
+}
+
+function launchNode(name, id) {
+  const dir = nodeDir(name, id)
+  const logDir = path.join(dir, 'logs')
+  fs.mkdirSync(logDir, { recursive: true })
+  const out = fs.openSync(path.join(dir, 'stdout.log'), 'a')
+  const args = [...BROKER_JVM_OPTS, '-Djava.awt.headless=true', `-Dlog4j2.configurationFile=${path.join(dir, 'log4j2.properties')}`,
+    `-Dkafka.logs.dir=${logDir}`, '-cp', classpath(), 'kafka.Kafka', path.join(dir, 'server.properties')]
+  const child = spawn(javaBin(), args, { detached: true, stdio: ['ignore', out, out], cwd: dir })
+  fs.closeSync(out)
+  child.unref()
+  fs.writeFileSync(path.join(dir, 'pid'), String(child.pid))
+  try { fs.rmSync(path.join(dir, 'stopped')) } catch {}
+  return child.pid
+}
+
+function nodePid(name, id) {
+  const v = Number(fs.readFileSync(path.join(nodeDir(name, id), 'pid'), 'utf8').trim())
+  return Number.isFinite(v) ? v : 0
+}
+
+function clusterDescriptor(name, cfg) {
+  const nodes = []
+  for (let id = 1; id <= cfg.nodes; id++) {
+    const p = ports(cfg.basePort, id)
+    const dir = nodeDir(name, id)
+    const n = { id, host: HOST, port: p.port, controllerPort: p.controllerPort, pid: nodePid(name, id), dir, logDir: path.join(dir, 'data'), serverLog: path.join(dir, 'logs', 'server.log') }
+    if (cfg.sasl) n.saslPort = p.saslPort
+    nodes.push(n)
+  }
+  const c = {
+    name, bootstrap: nodes.map((n) => `${n.host}:${n.port}`).join(','),
+    ...(cfg.sasl ? { saslBootstrap: nodes.map((n) => `${n.host}:${n.saslPort}`).join(','), saslUsers: USERS, saslMechanisms: ['PLAIN', ...SCRAM_MECHS] } : {}),
+    nodes, clusterId: cfg.clusterId, transactionVersion: cfg.transactionVersion ?? null, basePort: cfg.basePort, sasl: !!cfg.sasl,
+    startedAt: cfg.startedAt, startupMs: cfg.startupMs,
+  }
+  return c
+}
+
+function writeCluster(name, c) {
+  writeJsonAtomic(clusterFile(name), c)
+  if (name === 'default') writeJsonAtomic(path.join(KAFKA_HOME, 'cluster.json'), c)
+}
+
+/** Wait until every node in `ids` answers Metadata and lists every id in `ids` as a live broker. */
+async function waitServing(name, cfg, ids, { timeoutMs = 90000, pids } = {}) {
+  const deadline = Date.now() + timeoutMs
+  let last = ''
+  let info = null
+  while (Date.now() < deadline) {
+    for (const id of ids) {
+      const pid = pids?.[id] ?? nodePid(name, id)
+      if (!isAlive(pid)) {
+        fail(`node ${id} of cluster ${name} (pid ${pid}) exited during startup.\n--- ${path.join(nodeDir(name, id), 'logs/server.log')} (tail)\n${tail(path.join(nodeDir(name, id), 'logs', 'server.log'))}\n--- stdout.log (tail)\n${tail(path.join(nodeDir(name, id), 'stdout.log'), 20)}`)
+      }
+    }
+    try {
+      const results = await Promise.all(ids.map((id) => probe(HOST, ports(cfg.basePort, id).port, 2000)))
+      const ok = results.every((r) => ids.every((id) => r.brokers.some((b) => b.id === id)))
+      if (ok) { info = results[0]; return info }
+      last = `brokers seen: ${results.map((r, i) => `node ${ids[i]} -> [${r.brokers.map((b) => b.id).join(',')}]`).join('; ')}`
+    } catch (e) { last = e.message }
+    await sleep(150)
+  }
+  fail(`cluster ${name}: nodes ${ids.join(',')} not serving after ${timeoutMs}ms (${last}).\n` +
+    ids.map((id) => `--- node ${id} server.log (tail)\n${tail(path.join(nodeDir(name, id), 'logs', 'server.log'), 25)}`).join('\n'))
+}
+
+// simple cross-process lock per cluster name
+async function withLock(name, fn) {
+  fs.mkdirSync(CLUSTERS, { recursive: true })
+  const lock = path.join(CLUSTERS, `.${name}.lock`)
+  const deadline = Date.now() + 300000
+  for (;;) {
+    try { fs.writeFileSync(lock, String(process.pid), { flag: 'wx' }); break } catch (e) {
+      if (e.code !== 'EEXIST') throw e
+      const holder = Number(fs.readFileSync(lock, 'utf8') || 0)
+      if (!holder || !isAlive(holder)) { try { fs.rmSync(lock) } catch {} continue }
+      if (Date.now() > deadline) fail(`timed out waiting for lock ${lock} held by pid ${holder}`)
+      await sleep(200)
+    }
+  }
+  try { return await fn() } finally { try { fs.rmSync(lock) } catch {} }
+}
+
+async function healthy(name) {
+  const c = readJson(clusterFile(name))
+  if (!c) return null
+  if (!c.nodes.every((n) => isAlive(n.pid) && procState(n.pid) !== 'T')) return null
+  try {
+    const rs = await Promise.all(c.nodes.map((n) => probe(n.host, n.port, 3000)))
+    if (!rs.every((r) => c.nodes.every((n) => r.brokers.some((b) => b.id === n.id)))) return null
+  } catch { return null }
+  return c
+}
+
+export async function up(opts = {}) {
+  const name = opts.name ?? 'default'
+  validateName(name)
+  const nodes = Number(opts.nodes ?? 1)
+  if (![1, 2, 3, 4, 5].includes(nodes)) fail(`--nodes must be 1..5 (got ${opts.nodes})`)
+  const tv = opts.tv === undefined || opts.tv === null ? null : Number(opts.tv)
+  if (tv !== null && ![0, 1, 2].includes(tv)) fail(`--tv must be 0, 1 or 2 (got ${opts.tv})`)
+  const sasl = !!opts.sasl
+  const explicitBase = opts.basePort ? Number(opts.basePort) : null
+  const owner = opts.owner ? String(opts.owner) : null
+  ensureLibs()
+  return withLock(name, async () => {
+    const existing = await healthy(name)
+    if (existing) {
+      const same = existing.nodes.length === nodes && existing.sasl === sasl &&
+        (tv === null ? existing.transactionVersion === 2 || existing.transactionVersion === null : existing.transactionVersion === tv) &&
+        (!explicitBase || existing.basePort === explicitBase)
+      if (!same) fail(`cluster ${name} is already running with different options (nodes=${existing.nodes.length} sasl=${existing.sasl} tv=${existing.transactionVersion} basePort=${existing.basePort}); run \`kafka.mjs down --name ${name}\` first`)
+      log(`cluster ${name} already up: ${existing.bootstrap}`)
+      if (name === 'default') writeJsonAtomic(path.join(KAFKA_HOME, 'cluster.json'), existing)
+      return existing
+    }
+    if (fs.existsSync(clusterDir(name))) { log(`cluster ${name} exists but is not healthy: recreating`); await downOne(name) }
+    const t0 = Date.now()
+    const basePort = await chooseBasePort(name, nodes, explicitBase)
+    let clusterId
+    do { clusterId = randomBytes(16).toString('base64url') } while (clusterId.startsWith('-'))
+    const cfg = { nodes, sasl, basePort, clusterId, tv, startedAt: new Date().toISOString() }
+    fs.mkdirSync(clusterDir(name), { recursive: true })
+    writeJsonAtomic(path.join(clusterDir(name), 'ports.json'), { basePort, nodes, sasl, tv, clusterId })
+    // the run that created a cluster owns it: `down --owner ID` stops only what that run started
+    if (owner) fs.writeFileSync(path.join(clusterDir(name), 'owner'), owner)
+    for (let id = 1; id <= nodes; id++) {
+      const dir = nodeDir(name, id)
+      fs.mkdirSync(path.join(dir, 'logs'), { recursive: true })
+      const props = serverProperties({ id, nodes, base: basePort, sasl })
+      props['log.dirs'] = path.join(dir, 'data')
+      fs.writeFileSync(path.join(dir, 'server.properties'), propsText(props))
+      fs.writeFileSync(path.join(dir, 'log4j2.properties'), log4jText(path.join(dir, 'logs')))
+    }
+    log(`formatting ${nodes} node(s) of cluster ${name} (id ${clusterId}${tv !== null ? `, transaction.version=${tv}` : ''}${sasl ? ', SASL users admin/relay' : ''})`)
+    await Promise.all(Array.from({ length: nodes }, (_, i) => formatNode({ dir: nodeDir(name, i + 1), clusterId, tv, sasl })))
+    const tf = Date.now()
+    const pids = {}
+    for (let id = 1; id <= nodes; id++) pids[id] = launchNode(name, id)
+    log(`started pids ${Object.values(pids).join(',')} on ports ${Array.from({ length: nodes }, (_, i) => ports(basePort, i + 1).port).join(',')}; waiting for Metadata`)
+    let info
+    try {
+      info = await waitServing(name, cfg, Array.from({ length: nodes }, (_, i) => i + 1), { pids })
+    } catch (e) {
+      await downOne(name, { keepDir: true })
+      throw e
+    }
+    cfg.transactionVersion = info.finalizedFeatures['transaction.version'] ?? 0
+    cfg.startupMs = Date.now() - t0
+    const c = clusterDescriptor(name, cfg)
+    writeCluster(name, c)
+    log(`cluster ${name} up in ${cfg.startupMs}ms (format ${tf - t0}ms, boot ${Date.now() - tf}ms): ${c.bootstrap}${c.saslBootstrap ? ` sasl ${c.saslBootstrap}` : ''}, transaction.version=${cfg.transactionVersion}`)
+    return c
+  })
+}
+
+async function stopPid(pid, graceMs = 15000) {
+  if (!isAlive(pid)) return
+  try { process.kill(pid, 'SIGCONT') } catch {}
+  try { process.kill(pid, 'SIGTERM') } catch {}
+  const deadline = Date.now() + graceMs
+  while (Date.now() < deadline) { if (!isAlive(pid)) return; await sleep(100) }
+  try { process.kill(pid, 'SIGKILL') } catch {}
+  for (let i = 0; i < 50 && isAlive(pid); i++) await sleep(100)
+}
+
+async function downOne(name, { keepDir = false } = {}) {
+  const dir = clusterDir(name)
+  if (!fs.existsSync(dir)) return false
+  const pids = []
+  for (const d of fs.readdirSync(dir)) {
+    if (!d.startsWith('node-')) continue
+    try { pids.push(Number(fs.readFileSync(path.join(dir, d, 'pid'), 'utf8'))) } catch {}
+  }
+  // Stopping all nodes at once: a combined node waits for its controller quorum on controlled
+  // shutdown, so cap the graceful wait and kill after it.
+  await Promise.all(pids.map((p) => stopPid(p, 8000)))
+  if (!keepDir) {
+    fs.rmSync(dir, { recursive: true, force: true })
+    if (name === 'default') fs.rmSync(path.join(KAFKA_HOME, 'cluster.json'), { force: true })
+  }
+  return true
+}
+
+export async function down(opts = {}) {
+  const all = listClusters().filter((d) => !d.startsWith('.'))
+  const ownerOf = (n) => { try { return fs.readFileSync(path.join(clusterDir(n), 'owner'), 'utf8').trim() } catch { return null } }
+  const names = opts.all ? all : opts.owner ? all.filter((n) => ownerOf(n) === String(opts.owner)) : [opts.name ?? 'default']
+  for (const n of names) {
+    validateName(n)
+    await withLock(n, async () => {
+      if (opts.owner && ownerOf(n) !== String(opts.owner)) return // re-created by someone else meanwhile
+      if (await downOne(n)) log(`cluster ${n} stopped`)
+    })
+  }
+  if (opts.all) fs.rmSync(path.join(KAFKA_HOME, 'cluster.json'), { force: true })
+  return names
+}
+
+function loadCluster(name) {
+  const c = readJson(clusterFile(name))
+  if (!c) fail(`cluster ${name} is not up (no ${clusterFile(name)})`)
+  return c
+}
+function nodeOf(c, id) {
+  const n = c.nodes.find((x) => x.id === Number(id))
+  if (!n) fail(`cluster ${c.name} has no node ${id} (nodes: ${c.nodes.map((x) => x.id).join(',')})`)
+  return n
+}
+
+export async function signalNode(name, id, what) {
+  const c = loadCluster(name)
+  const n = nodeOf(c, id)
+  const pid = nodePid(name, n.id)
+  if (what === 'kill') {
+    if (isAlive(pid)) { process.kill(pid, 'SIGKILL'); for (let i = 0; i < 100 && isAlive(pid); i++) await sleep(50) }
+    log(`node ${id} of ${name} killed (pid ${pid})`)
+  } else if (what === 'stop') {
+    process.kill(pid, 'SIGSTOP'); fs.writeFileSync(path.join(n.dir, 'stopped'), '')
+    log(`node ${id} of ${name} stopped (SIGSTOP pid ${pid})`)
+  } else if (what === 'cont') {
+    process.kill(pid, 'SIGCONT'); try { fs.rmSync(path.join(n.dir, 'stopped')) } catch {}
+    log(`node ${id} of ${name} continued (SIGCONT pid ${pid})`)
+  } else fail(`unknown signal op ${what}`)
+  return { id: n.id, pid }
+}
+
+export async function restartNode(name, id, { timeoutMs = 90000 } = {}) {
+  return withLock(name, async () => {
+    const c = loadCluster(name)
+    const n = nodeOf(c, id)
+    const old = nodePid(name, n.id)
+    if (isAlive(old)) { log(`node ${id} still running (pid ${old}); stopping it first`); await stopPid(old, 10000) }
+    const t0 = Date.now()
+    const pid = launchNode(name, n.id)
+    n.pid = pid
+    writeCluster(name, c)
+    // wait until every running node (not killed, not SIGSTOPped) serves and lists the running set
+    const running = c.nodes.filter((x) => x.id === n.id || (isAlive(nodePid(name, x.id)) && procState(nodePid(name, x.id)) !== 'T')).map((x) => x.id)
+    await waitServing(name, { basePort: c.basePort }, running, { timeoutMs })
+    log(`node ${id} of ${name} restarted (pid ${pid}) and serving in ${Date.now() - t0}ms`)
+    return { id: n.id, pid, ms: Date.now() - t0 }
+  })
+}
+
+export async function status(opts = {}) {
+  const names = opts.name ? [opts.name] : listClusters().filter((d) => !d.startsWith('.'))
+  const out = []
+  for (const name of names) {
+    const c = readJson(clusterFile(name))
+    if (!c) { out.push({ name, up: false }); continue }
+    const nodes = c.nodes.map((n) => ({ id: n.id, pid: n.pid, alive: isAlive(n.pid), state: procState(n.pid) }))
+    out.push({ name, up: !!(await healthy(name)), bootstrap: c.bootstrap, nodes })
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Java helpers (Reader, Admin, Produce): single-file programs. They run as `java -cp libs/* X.java`
+// with no build step; to save ~2 s of in-memory compilation per call we compile them once with javac
+// into .kafka/classes/<hash of sources+libs> and run the classes (falls back to source mode without javac).
+
+const TOOL_SOURCES = ['Reader.java', 'Admin.java', 'Produce.java']
+let toolsCp = null
+
+export function toolsClasspath() {
+  if (toolsCp) return toolsCp
+  ensureLibs()
+  const h = createHash('sha256')
+  for (const f of TOOL_SOURCES) h.update(fs.readFileSync(path.join(SCRIPT_DIR, f)))
+  h.update(fs.readFileSync(STAMP))
+  const dir = path.join(KAFKA_HOME, 'classes', h.digest('hex').slice(0, 16))
+  if (!fs.existsSync(path.join(dir, '.ok'))) {
+    const tmp = `${dir}.tmp-${process.pid}`
+    fs.rmSync(tmp, { recursive: true, force: true })
+    fs.mkdirSync(tmp, { recursive: true })
+    const javac = process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'javac') : 'javac'
+    const r = spawnSync(javac, ['-nowarn', '-d', tmp, '-cp', classpath(), ...TOOL_SOURCES.map((f) => path.join(SCRIPT_DIR, f))], { encoding: 'utf8' })
+    if (r.error || r.status !== 0) {
+      fs.rmSync(tmp, { recursive: true, force: true })
+      if (r.error?.code === 'ENOENT') { toolsCp = { source: true, cp: classpath() }; return toolsCp }
+      fail(`javac of ${TOOL_SOURCES.join(', ')} failed:\n${r.stdout}\n${r.stderr}`)
+    }
+    fs.writeFileSync(path.join(tmp, '.ok'), '')
+    try { fs.renameSync(tmp, dir) } catch { fs.rmSync(tmp, { recursive: true, force: true }) } // lost a race: fine
+  }
+  toolsCp = { source: false, cp: `${dir}${path.delimiter}${classpath()}` }
+  return toolsCp
+}
+
+/** java command line for a helper: ['java', ...args]. */
+export function toolCommand(name, args = []) {
+  const t = toolsClasspath()
+  const main = t.source ? path.join(SCRIPT_DIR, `${name}.java`) : name
+  return [javaBin(), [...TOOL_JVM_OPTS, `-Dlog4j2.configurationFile=${toolLog4j()}`, '-cp', t.cp, main, ...args]]
+}
+
+/** Run a helper; resolves stdout, rejects with stderr in the message. */
+export function runTool(name, args = [], { input, timeoutMs = 120000 } = {}) {
+  const [cmd, argv] = toolCommand(name, args)
+  return new Promise((resolve, reject) => {
+    const child = execFile(cmd, argv, { maxBuffer: 256 * 1024 * 1024, timeout: timeoutMs }, (err, stdout, stderr) => {
+      if (err) {
+        const e = new HarnessError(`${name} ${args.join(' ')} failed (${err.killed ? `killed after ${timeoutMs}ms` : `exit ${err.code}`}):\n${stderr.trim()}`)
+        e.stdout = stdout; e.stderr = stderr; e.exitCode = err.code
+        reject(e)
+      } else resolve(stdout)
+    })
+    if (input !== undefined) child.stdin.end(input)
+    else child.stdin.end()
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// DumpLogSegments -> JSON batches
+
+function topicPartitionDirs(dataDir, topic) {
+  let ents = []
+  try { ents = fs.readdirSync(dataDir) } catch { return [] }
+  const re = /^(.*)-(\d+)$/
+  return ents.map((d) => { const m = re.exec(d); return m && m[1] === topic ? { dir: path.join(dataDir, d), partition: Number(m[2]) } : null })
+    .filter(Boolean).sort((a, b) => a.partition - b.partition)
+}
+
+const BATCH_FIELDS = {
+  baseOffset: 'n', lastOffset: 'n', count: 'n', baseSequence: 'n', lastSequence: 'n', producerId: 'n', producerEpoch: 'n',
+  partitionLeaderEpoch: 'n', isTransactional: 'b', isControl: 'b', deleteHorizonMs: 'n', position: 'n', CreateTime: 'n', LogAppendTime: 'n',
+  size: 'n', magic: 'n', compresscodec: 's', crc: 'n', isvalid: 'b',
+}
+
+/** Parse DumpLogSegments batch-level output (no --deep-iteration). */
+export function parseDumpOutput(text) {
+  const batches = []
+  let file = null
+  let cur = null
+  for (const line of text.split('\n')) {
+    if (line.startsWith('Dumping ')) { file = line.slice(8).trim(); continue }
+    if (line.startsWith('baseOffset:')) {
+      const b = { file }
+      for (const m of line.matchAll(/(\w+): (\S+)/g)) {
+        const [, k, v] = m
+        const t = BATCH_FIELDS[k]
+        if (t === 'n') b[k] = Number(v)
+        else if (t === 'b') b[k] = v === 'true'
+        else b[k] = v
+      }
+      const out = {
+        partition: null, baseOffset: b.baseOffset, lastOffset: b.lastOffset, count: b.count, producerId: b.producerId,
+        producerEpoch: b.producerEpoch, baseSequence: b.baseSequence, lastSequence: b.lastSequence,
+        isTransactional: b.isTransactional, isControl: b.isControl, compressCodec: b.compresscodec, crc: b.crc, crcValid: b.isvalid,
+        magic: b.magic, position: b.position, size: b.size, partitionLeaderEpoch: b.partitionLeaderEpoch,
+        maxTimestamp: b.CreateTime ?? b.LogAppendTime ?? null, timestampType: b.CreateTime !== undefined ? 'CreateTime' : b.LogAppendTime !== undefined ? 'LogAppendTime' : null,
+        controlType: null, file, records: [],
+      }
+      batches.push(out); cur = out; continue
+    }
+    // record lines (--deep-iteration): "| offset: 3 CreateTime: ... keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 0"
+    if (line.startsWith('| offset:') && cur) {
+      const r = {}
+      for (const m of line.matchAll(/(\w+): (\[[^\]]*\]|\S+)/g)) r[m[1]] = m[2]
+      const rec = {
+        offset: Number(r.offset), timestamp: Number(r.CreateTime ?? r.LogAppendTime ?? -1), keySize: Number(r.keySize), valueSize: Number(r.valueSize),
+        sequence: Number(r.sequence), headerKeys: r.headerKeys ? r.headerKeys.slice(1, -1).split(',').filter((x) => x.length) : [],
+      }
+      if (r.endTxnMarker) { rec.endTxnMarker = r.endTxnMarker; rec.coordinatorEpoch = Number(r.coordinatorEpoch); cur.controlType = r.endTxnMarker }
+      cur.records.push(rec)
+    }
+  }
+  return batches
+}
+
+/** Batches of `topic` from the log dirs of every node (or only `node`; only `partitions`). */
+export async function dumpBatches(name, topic, { node, partitions } = {}) {
+  const c = loadCluster(name)
+  const nodes = node ? [nodeOf(c, node)] : c.nodes
+  const out = []
+  for (const n of nodes) {
+    const tps = topicPartitionDirs(n.logDir, topic).filter((tp) => !partitions || partitions.includes(tp.partition))
+    const files = []
+    for (const tp of tps) for (const f of fs.readdirSync(tp.dir).filter((f) => f.endsWith('.log')).sort()) files.push({ file: path.join(tp.dir, f), partition: tp.partition })
+    if (!files.length) continue
+    // DumpLogSegments prints control records' marker type only with record-level output, so
+    // use --deep-iteration and keep batch headers plus the marker of control batches.
+    const args = [...TOOL_JVM_OPTS, `-Dlog4j2.configurationFile=${toolLog4j()}`, '-cp', classpath(), 'org.apache.kafka.tools.DumpLogSegments',
+      '--deep-iteration', '--files', files.map((f) => f.file).join(',')]
+    const { stdout } = await runJava(args)
+    const byFile = new Map(files.map((f) => [f.file, f.partition]))
+    for (const b of parseDumpOutput(stdout)) {
+      out.push({ node: n.id, ...b, partition: byFile.get(b.file) ?? null })
+    }
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// CLI
+
+async function main() {
+  const [cmd, ...rest] = process.argv.slice(2)
+  const o = cmd === 'tool' ? { _: [] } : parseCli(rest)
+  QUIET = !!o.quiet
+  switch (cmd) {
+    case 'fetch': fetchLibs({ force: !!o.force }); break
+    case 'up': {
+      const c = await up({ name: o.name, nodes: o.nodes, sasl: o.sasl, basePort: o['base-port'], tv: o.tv, owner: o.owner })
+      if (o.json) process.stdout.write(JSON.stringify(c) + '\n')
+      else console.log(`${c.name}: ${c.bootstrap}${c.saslBootstrap ? ` (SASL ${c.saslBootstrap})` : ''} transaction.version=${c.transactionVersion}`)
+      break
+    }
+    case 'down': await down({ name: o.name, all: o.all, owner: o.owner }); break
+    case 'status': console.log(JSON.stringify(await status({ name: o.name }), null, 2)); break
+    case 'kill': case 'stop': case 'cont': {
+      const [name, id] = o._
+      if (!name || !id) fail(`usage: kafka.mjs ${cmd} <name> <nodeId>`)
+      console.log(JSON.stringify(await signalNode(name, id, cmd)))
+      break
+    }
+    case 'restart': {
+      const [name, id] = o._
+      if (!name || !id) fail('usage: kafka.mjs restart <name> <nodeId>')
+      console.log(JSON.stringify(await restartNode(name, id, { timeoutMs: o.timeout ? Number(o.timeout) : undefined })))
+      break
+    }
+    case 'probe': {
+      const [hp] = o._
+      const [h, p] = (hp ?? '').split(':')
+      console.log(JSON.stringify(await probe(h || HOST, Number(p || DEFAULT_BASE_PORT))))
+      break
+    }
+    case 'dump-batches': {
+      const [name, topic] = o._
+      if (!name || !topic) fail('usage: kafka.mjs dump-batches <name> <topic> [--node ID]')
+      for (const b of await dumpBatches(name, topic, { node: o.node })) console.log(JSON.stringify(b))
+      break
+    }
+    case 'classpath': console.log(classpath()); break
+    case 'tool': {
+      // kafka.mjs tool Reader <args...>: run a Java helper with inherited stdio
+      const [name, ...targs] = rest
+      if (!TOOL_SOURCES.includes(`${name}.java`)) fail(`usage: kafka.mjs tool ${TOOL_SOURCES.map((f) => f.replace('.java', '')).join('|')} <args...>`)
+      const [jcmd, jargs] = toolCommand(name, targs)
+      const r = spawnSync(jcmd, jargs, { stdio: 'inherit' })
+      process.exit(r.status ?? 1)
+    }
+    default:
+      console.error('usage: kafka.mjs fetch | up [--nodes N] [--name NAME] [--sasl] [--base-port P] [--tv 1|2] [--json] | down [--name NAME|--all] | status | kill|stop|cont|restart <name> <nodeId> | probe host:port | dump-batches <name> <topic>')
+      process.exit(2)
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((e) => {
+    console.error(`[kafka] error: ${e instanceof HarnessError ? e.message : e.stack || e}`)
+    process.exit(1)
+  })
+}

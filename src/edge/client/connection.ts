@@ -1,0 +1,206 @@
+import type { Clock } from '../clock.js'
+import { ClosedError, KafkaEdgeError, NetworkException, ProtocolError, TimeoutException } from '../errors.js'
+import { ApiVersions, apiError, decodeResponse, encodeRequest, responseCorrelationId, type ApiSchema, type Message } from '../protocol/index.js'
+import type { BrokerAddress, Link, Transport } from '../transport/transport.js'
+
+export interface ConnectionOptions {
+  clientId: string
+  requestTimeoutMs: number
+  clock: Clock
+  clientSoftwareName?: string
+  clientSoftwareVersion?: string
+}
+
+export interface PendingRequest {
+  /** Resolves once the frame was handed to the transport: the point where order on the wire is fixed. */
+  readonly written: Promise<void>
+  /** The decoded response body, or a typed error (NetworkException, TimeoutException, ProtocolError). */
+  readonly response: Promise<Message>
+}
+
+interface InFlight {
+  api: ApiSchema
+  version: number
+  resolve(m: Message): void
+  reject(e: Error): void
+  timer: unknown
+}
+
+/**
+ * One connection to one broker: correlation ids, the in-flight map, request timeouts, and ApiVersions
+ * negotiation before the first real request. Frames are written strictly in the order request() was
+ * called (a FIFO write chain), which is what keeps per-partition sequence order on the wire with up
+ * to max.in.flight requests outstanding. On any close every pending request fails: no promise hangs.
+ */
+export class Connection {
+  private link: Link | null = null
+  private ready: Promise<void> | null = null
+  private readonly inFlight = new Map<number, InFlight>()
+  private nextCorrelationId = 0
+  private writeChain: Promise<void> = Promise.resolve()
+  private closedError: Error | null = null
+  private versions = new Map<number, { min: number; max: number }>()
+  finalizedFeatures = new Map<string, number>()
+  onClose: ((error: Error) => void) | null = null
+
+  constructor(readonly address: BrokerAddress, private readonly transport: Transport, private readonly opts: ConnectionOptions) {}
+
+  get isClosed(): boolean { return this.closedError !== null }
+  /** Connected and versions negotiated: requests go out without waiting. */
+  get isReady(): boolean { return this.negotiated && this.closedError === null }
+  private negotiated = false
+  get inFlightCount(): number { return this.inFlight.size }
+
+  /** Opens the link and negotiates versions; safe to call repeatedly. */
+  connect(): Promise<void> {
+    if (!this.ready) {
+      this.ready = this.open().catch((e: unknown) => {
+        const err = e instanceof Error ? e : new NetworkException(String(e))
+        this.fail(err)
+        throw err
+      })
+      this.ready.catch(() => {})
+    }
+    return this.ready
+  }
+
+  private async open(): Promise<void> {
+    const link = await this.transport.open(this.address, {
+      onFrame: (frame) => this.onFrame(frame),
+      onClose: (error) => this.fail(error ?? new NetworkException(`connection to ${this.describe()} closed`)),
+    })
+    if (this.closedError) { link.close(); throw this.closedError }
+    this.link = link
+    await this.negotiateVersions()
+    this.negotiated = true
+  }
+
+  private async negotiateVersions(): Promise<void> {
+    let version = ApiVersions.maxVersion
+    for (;;) {
+      const res = await this.rawRequest(ApiVersions, version, {
+        clientSoftwareName: this.opts.clientSoftwareName ?? 'kafka-edge',
+        clientSoftwareVersion: this.opts.clientSoftwareVersion ?? '0.1.0',
+      }).response
+      const code = res.errorCode as number
+      const keys = res.apiKeys as Array<{ apiKey: number; minVersion: number; maxVersion: number }>
+      if (code === 35) {
+        // The broker answered in v0 shape with its own ApiVersions range: retry at its highest.
+        const mine = keys.find((k) => k.apiKey === ApiVersions.key)
+        const next = mine ? Math.min(mine.maxVersion, version - 1) : version - 1
+        if (next < 0 || next >= version) throw apiError(code, 'ApiVersions')
+        version = next
+        continue
+      }
+      if (code !== 0) throw apiError(code, 'ApiVersions')
+      this.versions = new Map(keys.map((k) => [k.apiKey, { min: k.minVersion, max: k.maxVersion }]))
+      const features = (res.finalizedFeatures ?? []) as Array<{ name: string; maxVersionLevel: number }>
+      this.finalizedFeatures = new Map(features.map((f) => [f.name, f.maxVersionLevel]))
+      return
+    }
+  }
+
+  /** The highest version both sides speak, or null when there is none. */
+  versionFor(api: ApiSchema, cap = api.maxVersion): number | null {
+    const broker = this.versions.get(api.key)
+    if (!broker) return null
+    const v = Math.min(cap, api.maxVersion, broker.max)
+    return v >= Math.max(api.minVersion, broker.min) ? v : null
+  }
+
+  /**
+   * Sends a request after negotiation. `expectResponse: false` (acks=0) resolves `response` with an
+   * empty message once written.
+   */
+  request(api: ApiSchema, body: Message, opts: { version?: number; cap?: number; expectResponse?: boolean; timeoutMs?: number } = {}): PendingRequest {
+    const ready = this.connect()
+    let resolveWritten!: () => void
+    let rejectWritten!: (e: Error) => void
+    const written = new Promise<void>((a, b) => { resolveWritten = a; rejectWritten = b })
+    written.catch(() => {})
+    const response = ready.then(() => {
+      const version = opts.version ?? this.versionFor(api, opts.cap)
+      if (version === null) throw new KafkaEdgeError(`broker ${this.describe()} does not support ${api.name} in versions ${api.minVersion}-${opts.cap ?? api.maxVersion}; upgrade the broker`)
+      const pending = this.rawRequest(api, version, body, opts.expectResponse ?? true, opts.timeoutMs)
+      pending.written.then(resolveWritten, rejectWritten)
+      return pending.response
+    })
+    response.catch((e) => rejectWritten(e))
+    return { written, response }
+  }
+
+  private rawRequest(api: ApiSchema, version: number, body: Message, expectResponse = true, timeoutMs = this.opts.requestTimeoutMs): PendingRequest {
+    if (this.closedError) {
+      const e = this.closedError
+      return { written: Promise.reject(e), response: Promise.reject(e) }
+    }
+    const correlationId = this.nextCorrelationId
+    this.nextCorrelationId = (this.nextCorrelationId + 1) | 0
+    const frame = encodeRequest(api, version, correlationId, this.opts.clientId, body)
+    const link = this.link!
+    let response: Promise<Message>
+    if (expectResponse) {
+      response = new Promise<Message>((resolve, reject) => {
+        const timer = this.opts.clock.setTimeout(() => {
+          // A request that outlives request.timeout.ms poisons the connection: its response may
+          // still come, so the only safe move is to close and fail everything pending.
+          this.fail(new TimeoutException(`${api.name} to ${this.describe()} got no response within ${timeoutMs} ms`))
+        }, timeoutMs)
+        this.inFlight.set(correlationId, { api, version, resolve, reject, timer })
+      })
+    }
+    const written = this.writeChain.then(() => {
+      if (this.closedError) throw this.closedError
+      return link.write(frame)
+    })
+    this.writeChain = written.catch(() => {})
+    written.catch((e) => this.fail(e instanceof Error ? e : new NetworkException(String(e))))
+    if (!expectResponse) response = written.then(() => ({}))
+    return { written, response: response! }
+  }
+
+  private onFrame(frame: Uint8Array): void {
+    let id: number
+    try { id = responseCorrelationId(frame) } catch (e) { this.fail(e as Error); return }
+    const entry = this.inFlight.get(id)
+    if (!entry) {
+      this.fail(new ProtocolError(`response with unknown correlation id ${id} from ${this.describe()}`))
+      return
+    }
+    this.inFlight.delete(id)
+    this.opts.clock.clearTimeout(entry.timer)
+    let msg: Message
+    try {
+      msg = decodeResponse(entry.api, entry.version, frame)
+    } catch (e) {
+      // A response we cannot parse leaves the stream position unknown: fail this request and the link.
+      entry.reject(e as Error)
+      this.fail(e instanceof ProtocolError ? e : new ProtocolError(String(e)))
+      return
+    }
+    entry.resolve(msg)
+  }
+
+  /** Fails every pending request and closes the link. Idempotent. */
+  fail(error: Error): void {
+    if (this.closedError) return
+    this.closedError = error
+    if (!this.ready) this.ready = Promise.reject(error)
+    this.ready.catch(() => {})
+    for (const [, entry] of this.inFlight) {
+      this.opts.clock.clearTimeout(entry.timer)
+      entry.reject(error)
+    }
+    this.inFlight.clear()
+    this.link?.close()
+    this.onClose?.(error)
+  }
+
+  close(): void {
+    this.fail(new ClosedError(`connection to ${this.describe()} was closed by the client`))
+  }
+
+  describe(): string {
+    return `${this.address.host}:${this.address.port}${this.address.nodeId >= 0 ? ` (node ${this.address.nodeId})` : ''}`
+  }
+}

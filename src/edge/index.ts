@@ -1,0 +1,11 @@
+/**
+ * kafka-edge: a Kafka producer for browsers, workerd and every Web-standard runtime. This entry uses
+ * only Web APIs; the Node TCP transport is exported from 'kafka-edge/node' (and from the Node
+ * condition of the package root).
+ */
+export { createProducer, Producer, type ProducerRecord, type RecordMetadata } from './producer/producer.js'
+export type { ProducerSettings } from './producer/config.js'
+export * from './errors.js'
+export type { Transport, Link, LinkHandlers, BrokerAddress } from './transport/transport.js'
+export { loadCore } from './wasm/core.js'
+export { murmur2, partitionForKey } from './producer/partitioner.js'

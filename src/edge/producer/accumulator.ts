@@ -1,0 +1,288 @@
+import type { Clock } from '../clock.js'
+import { BufferExhaustedException } from '../errors.js'
+import type { Core, CompressionType, RecordInput } from '../wasm/core.js'
+import type { Cluster } from '../client/cluster.js'
+import { ProducerBatch, type RecordMetadata, type TopicPartition } from './producer-batch.js'
+import type { TransactionManager } from './transaction-manager.js'
+
+export interface AccumulatorOptions {
+  batchSize: number
+  lingerMs: number
+  maxRequestSize: number
+  bufferMemory: number
+  maxBlockMs: number
+  deliveryTimeoutMs: number
+  retryBackoffMs: number
+  retryBackoffMaxMs: number
+  compression: CompressionType
+  compressionLevel: number | undefined
+  clock: Clock
+  random: () => number
+}
+
+interface Waiter { bytes: number; resolve(): void; reject(e: Error): void; timer: unknown; startedMs: number }
+
+/**
+ * buffer.memory as a byte budget: each batch reserves max(batch.size, its first record) when it opens
+ * and returns it when it completes. When the budget is spent, appends wait (FIFO) up to max.block.ms.
+ */
+export class BufferPool {
+  private used = 0
+  private readonly waiters: Waiter[] = []
+  waitTimeTotalMs = 0
+
+  constructor(readonly total: number, private readonly clock: Clock) {}
+
+  get available(): number { return this.total - this.used }
+  get queued(): number { return this.waiters.length }
+
+  tryReserve(bytes: number): boolean {
+    if (this.waiters.length > 0 || this.used + bytes > this.total) return false
+    this.used += bytes
+    return true
+  }
+
+  reserve(bytes: number, maxBlockMs: number): Promise<void> {
+    if (this.tryReserve(bytes)) return Promise.resolve()
+    return new Promise<void>((resolve, reject) => {
+      const w: Waiter = {
+        bytes, resolve, reject, startedMs: this.clock.now(),
+        timer: this.clock.setTimeout(() => {
+          const i = this.waiters.indexOf(w)
+          if (i >= 0) this.waiters.splice(i, 1)
+          this.waitTimeTotalMs += this.clock.now() - w.startedMs
+          reject(new BufferExhaustedException(`buffer.memory (${this.total} bytes) stayed full for max.block.ms (${maxBlockMs} ms); the brokers are not keeping up: slow down, raise buffer.memory, or check broker health`))
+          this.grant()
+        }, maxBlockMs),
+      }
+      this.waiters.push(w)
+    })
+  }
+
+  release(bytes: number): void {
+    this.used = Math.max(0, this.used - bytes)
+    this.grant()
+  }
+
+  private grant(): void {
+    while (this.waiters.length > 0 && this.used + this.waiters[0]!.bytes <= this.total) {
+      const w = this.waiters.shift()!
+      this.clock.clearTimeout(w.timer)
+      this.used += w.bytes
+      this.waitTimeTotalMs += this.clock.now() - w.startedMs
+      w.resolve()
+    }
+  }
+
+  failWaiters(error: Error): void {
+    for (const w of this.waiters.splice(0)) { this.clock.clearTimeout(w.timer); w.reject(error) }
+  }
+}
+
+export interface ReadyResult {
+  readyNodes: Set<number>
+  nextReadyCheckDelayMs: number
+  unknownLeaderTopics: Set<string>
+}
+
+/**
+ * Per-partition deques of batches (Java's RecordAccumulator). A batch is ready when it is full, has
+ * lingered linger.ms, is a retry past its backoff, or the producer is flushing/closing; drain() then
+ * takes every sendable head batch for a ready node (so partial batches ride along with ready ones to
+ * the same broker), up to max.request.size per request.
+ */
+export class RecordAccumulator {
+  readonly deques = new Map<string, ProducerBatch[]>()
+  readonly incomplete = new Set<ProducerBatch>()
+  private readonly drainIndex = new Map<number, number>()
+  flushesInProgress = 0
+  closed = false
+
+  constructor(private readonly opts: AccumulatorOptions, readonly pool: BufferPool, private readonly core: Core, private readonly txn: TransactionManager | null) {}
+
+  deque(tp: TopicPartition): ProducerBatch[] {
+    let d = this.deques.get(tp.key)
+    if (!d) { d = []; this.deques.set(tp.key, d) }
+    return d
+  }
+
+  queueSize(tp: TopicPartition): number { return this.deques.get(tp.key)?.length ?? 0 }
+
+  /**
+   * Appends to the partition's open batch, or opens a new one (reserving buffer memory). Returns null
+   * when a new batch is needed but the buffer is full, so the caller can wait and call again.
+   */
+  tryAppend(tp: TopicPartition, record: RecordInput, recordBytes: number, thunk: { resolve(md: RecordMetadata): void; reject(e: Error): void; timestamp: number }): { newBatch: boolean; batchFull: boolean } | null {
+    const d = this.deque(tp)
+    const last = d[d.length - 1]
+    if (last && last.open && last.recordCount > 0 && last.open.estimatedSizeWith(record) <= this.opts.batchSize) {
+      last.append(record, thunk)
+      return { newBatch: false, batchFull: last.sizeInBytes >= this.opts.batchSize || d.length > 1 }
+    }
+    const reserve = Math.max(this.opts.batchSize, recordBytes)
+    if (!this.pool.tryReserve(reserve)) return null
+    const open = this.core.openBatch({ compression: this.opts.compression, level: this.opts.compressionLevel, initialCapacity: Math.min(reserve + 64, this.opts.maxRequestSize + 64) })
+    const batch = new ProducerBatch(tp, open, this.opts.clock.now(), reserve)
+    batch.append(record, thunk)
+    d.push(batch)
+    this.incomplete.add(batch)
+    return { newBatch: true, batchFull: d.length > 1 || batch.sizeInBytes >= this.opts.batchSize }
+  }
+
+  /** A retry goes back to the head of its deque, in sequence order among other retries. */
+  reenqueue(batch: ProducerBatch, now: number): void {
+    batch.attempts++
+    batch.lastAttemptMs = now
+    const d = this.deque(batch.tp)
+    if (!batch.hasSequence || !this.txn) { d.unshift(batch); return }
+    // Java's insertInSequenceOrder: among the batches at the head that already have sequences.
+    let i = 0
+    while (i < d.length && d[i]!.hasSequence && d[i]!.baseSequence < batch.baseSequence) i++
+    d.splice(i, 0, batch)
+  }
+
+  private backoffMs(batch: ProducerBatch): number {
+    if (batch.attempts === 0) return 0
+    const exp = Math.min(this.opts.retryBackoffMaxMs, this.opts.retryBackoffMs * 2 ** Math.min(batch.attempts - 1, 30))
+    // +-20% jitter as in Java's ExponentialBackoff, drawn once per attempt so the schedule is stable.
+    return exp * (0.8 + 0.4 * pseudoJitter(batch))
+  }
+
+  ready(cluster: Cluster, now: number): ReadyResult {
+    const readyNodes = new Set<number>()
+    const unknownLeaderTopics = new Set<string>()
+    let next = Infinity
+    const exhausted = this.pool.queued > 0
+    for (const d of this.deques.values()) {
+      const first = d[0]
+      if (!first) continue
+      const leader = cluster.leaderFor(first.tp.topic, first.tp.partition)
+      if (leader < 0) { unknownLeaderTopics.add(first.tp.topic); continue }
+      if (readyNodes.has(leader)) continue
+      const waited = now - first.lastAttemptMs
+      const backingOff = first.inRetry && !leaderChanged(first, cluster) && waited < this.backoffMs(first)
+      const timeToWait = backingOff ? this.backoffMs(first) : this.opts.lingerMs
+      const full = d.length > 1 || first.sizeInBytes >= this.opts.batchSize
+      const expired = waited >= timeToWait
+      const sendable = full || expired || exhausted || this.closed || this.flushesInProgress > 0
+      if (sendable && !backingOff) readyNodes.add(leader)
+      else next = Math.min(next, Math.max(0, timeToWait - waited))
+    }
+    return { readyNodes, nextReadyCheckDelayMs: next, unknownLeaderTopics }
+  }
+
+  /** Takes the sendable head batches of each node's partitions, stamping sequences as it goes. */
+  drain(cluster: Cluster, nodes: Iterable<number>, now: number): Map<number, ProducerBatch[]> {
+    const out = new Map<number, ProducerBatch[]>()
+    const byNode = new Map<number, ProducerBatch[][]>()
+    for (const d of this.deques.values()) {
+      const first = d[0]
+      if (!first) continue
+      const leader = cluster.leaderFor(first.tp.topic, first.tp.partition)
+      if (leader < 0) continue
+      let list = byNode.get(leader)
+      if (!list) { list = []; byNode.set(leader, list) }
+      list.push(d)
+    }
+    for (const node of nodes) {
+      const deques = byNode.get(node)
+      if (!deques || deques.length === 0) continue
+      const start = (this.drainIndex.get(node) ?? 0) % deques.length
+      const ready: ProducerBatch[] = []
+      let size = 0
+      for (let k = 0; k < deques.length; k++) {
+        const d = deques[(start + k) % deques.length]!
+        const first = d[0]!
+        if (first.inRetry && !leaderChanged(first, cluster) && now - first.lastAttemptMs < this.backoffMs(first)) continue
+        if (size + first.sizeInBytes > this.opts.maxRequestSize && ready.length > 0) break
+        if (this.txn && !this.txn.canDrain(first)) continue
+        d.shift()
+        if (this.txn && !first.hasSequence) {
+          const stamp = this.txn.stampAtDrain(first)!
+          first.close(stamp)
+          this.txn.addInflight(first)
+        } else if (!first.bytes) {
+          first.close({ producerId: -1n, producerEpoch: -1, baseSequence: -1, transactional: false })
+        }
+        first.drainedMs = now
+        first.leaderEpochAtSend = cluster.topics.get(first.tp.topic)?.partitions[first.tp.partition]?.leaderEpoch ?? -1
+        size += first.sizeInBytes
+        ready.push(first)
+        this.drainIndex.set(node, (start + k + 1) % deques.length)
+      }
+      if (ready.length > 0) out.set(node, ready)
+    }
+    return out
+  }
+
+  /** Batches still queued (never sent, or waiting to retry) past delivery.timeout.ms. */
+  expiredBatches(now: number): ProducerBatch[] {
+    const expired: ProducerBatch[] = []
+    for (const d of this.deques.values()) {
+      while (d.length > 0 && d[0]!.hasReachedDeliveryTimeout(this.opts.deliveryTimeoutMs, now)) expired.push(d.shift()!)
+    }
+    return expired
+  }
+
+  nextExpiryDelay(now: number): number {
+    let next = Infinity
+    for (const d of this.deques.values()) if (d[0]) next = Math.min(next, d[0].createdMs + this.opts.deliveryTimeoutMs - now)
+    return Math.max(0, next)
+  }
+
+  /** Splits a batch the broker refused as too large into batch.size pieces that keep its order. */
+  split(batch: ProducerBatch): ProducerBatch[] {
+    const pieces: ProducerBatch[] = []
+    let current: ProducerBatch | null = null
+    for (let i = 0; i < batch.records.length; i++) {
+      const record = batch.records[i]!
+      if (!current || current.open!.estimatedSizeWith(record) > this.opts.batchSize) {
+        const open = this.core.openBatch({ compression: this.opts.compression, level: this.opts.compressionLevel })
+        current = new ProducerBatch(batch.tp, open, batch.createdMs, 0)
+        pieces.push(current)
+      }
+      current.append(record, batch.thunks[i]!)
+    }
+    return pieces
+  }
+
+  /** Re-queues split pieces at the head, in order; the original's buffer reservation moves to the first. */
+  reenqueueSplit(original: ProducerBatch, pieces: ProducerBatch[]): void {
+    this.incomplete.delete(original)
+    pieces[0]!.reservedBytes = original.reservedBytes
+    const d = this.deque(original.tp)
+    d.unshift(...pieces)
+    for (const p of pieces) this.incomplete.add(p)
+  }
+
+  deallocate(batch: ProducerBatch): void {
+    if (this.incomplete.delete(batch)) this.pool.release(batch.reservedBytes)
+  }
+
+  hasUndrained(): boolean {
+    for (const d of this.deques.values()) if (d.length > 0) return true
+    return false
+  }
+
+  /** Fails everything still queued (close with timeout, fatal error). */
+  abortUndrained(error: Error): void {
+    for (const d of this.deques.values()) {
+      for (const b of d.splice(0)) { b.fail(error); this.deallocate(b) }
+    }
+  }
+}
+
+/** KIP-951: a retry whose partition has a newer leader epoch than at its last send skips the backoff. */
+function leaderChanged(batch: ProducerBatch, cluster: Cluster): boolean {
+  const epoch = cluster.topics.get(batch.tp.topic)?.partitions[batch.tp.partition]?.leaderEpoch ?? -1
+  return batch.leaderEpochAtSend >= 0 && epoch > batch.leaderEpochAtSend
+}
+
+/** A deterministic jitter in [0,1) per (batch, attempt), so simulation runs replay exactly. */
+function pseudoJitter(batch: ProducerBatch): number {
+  let h = (batch.createdMs * 2654435761 + batch.attempts * 40503 + batch.tp.partition * 97) >>> 0
+  h ^= h >>> 15
+  h = Math.imul(h, 0x2c1b3c6d) >>> 0
+  h ^= h >>> 12
+  return (h >>> 0) / 4294967296
+}

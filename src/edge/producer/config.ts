@@ -1,0 +1,206 @@
+import { systemClock, type Clock } from '../clock.js'
+import { ConfigException } from '../errors.js'
+import type { CompressionType } from '../wasm/core.js'
+import type { Transport } from '../transport/transport.js'
+
+/**
+ * Producer settings with the Java client's names and 4.x defaults, and the same ConfigException
+ * cases. camelCase aliases (lingerMs, batchSize, ...) are accepted for every dotted name.
+ */
+export interface ProducerConfig {
+  bootstrapServers: Array<{ host: string; port: number }>
+  clientId: string
+  acks: -1 | 0 | 1
+  idempotence: boolean
+  lingerMs: number
+  batchSize: number
+  maxInFlight: number
+  retries: number
+  deliveryTimeoutMs: number
+  requestTimeoutMs: number
+  retryBackoffMs: number
+  retryBackoffMaxMs: number
+  maxRequestSize: number
+  bufferMemory: number
+  maxBlockMs: number
+  compressionType: CompressionType
+  compressionLevel: number | undefined
+  transactionalId: string | null
+  transactionTimeoutMs: number
+  metadataMaxAgeMs: number
+  partitionerIgnoreKeys: boolean
+  partitionerAdaptive: boolean
+  transport: Transport
+  clock: Clock
+  random: () => number
+  wasm: unknown
+}
+
+export type ProducerSettings = Record<string, unknown>
+
+interface Spec { key: string; default: unknown; parse: (v: unknown, key: string) => unknown }
+
+const int = (min = -Infinity, max = Infinity) => (v: unknown, key: string): number => {
+  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v
+  if (typeof n !== 'number' || !Number.isInteger(n)) throw new ConfigException(`${key} must be an integer, got ${JSON.stringify(v)}`)
+  if (n < min || n > max) throw new ConfigException(`${key} must be in [${min}, ${max}], got ${n}`)
+  return n
+}
+const bool = (v: unknown, key: string): boolean => {
+  if (typeof v === 'boolean') return v
+  if (v === 'true' || v === 'false') return v === 'true'
+  throw new ConfigException(`${key} must be true or false, got ${JSON.stringify(v)}`)
+}
+const str = (v: unknown, key: string): string => {
+  if (typeof v !== 'string') throw new ConfigException(`${key} must be a string, got ${JSON.stringify(v)}`)
+  return v
+}
+const any = (v: unknown): unknown => v
+
+const INT_MAX = 2147483647
+const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
+const LEVELS: Record<string, [number, number]> = { gzip: [1, 9], lz4: [1, 17], zstd: [-131072, 22] }
+
+const SPECS: Spec[] = [
+  { key: 'bootstrap.servers', default: undefined, parse: (v, k) => parseServers(v, k) },
+  { key: 'client.id', default: 'kafka-edge', parse: str },
+  { key: 'acks', default: 'all', parse: (v, k) => parseAcks(v, k) },
+  { key: 'enable.idempotence', default: true, parse: bool },
+  { key: 'linger.ms', default: 5, parse: int(0) },
+  { key: 'batch.size', default: 16384, parse: int(0) },
+  { key: 'max.in.flight.requests.per.connection', default: 5, parse: int(1) },
+  { key: 'retries', default: INT_MAX, parse: int(0, INT_MAX) },
+  { key: 'delivery.timeout.ms', default: 120000, parse: int(0) },
+  { key: 'request.timeout.ms', default: 30000, parse: int(0) },
+  { key: 'retry.backoff.ms', default: 100, parse: int(0) },
+  { key: 'retry.backoff.max.ms', default: 1000, parse: int(0) },
+  { key: 'max.request.size', default: 1048576, parse: int(1) },
+  { key: 'buffer.memory', default: 33554432, parse: int(0) },
+  { key: 'max.block.ms', default: 60000, parse: int(0) },
+  { key: 'compression.type', default: 'none', parse: (v, k) => {
+    const s = str(v, k)
+    if (!(CODECS as readonly string[]).includes(s)) throw new ConfigException(`${k} must be one of ${CODECS.join(', ')}, got ${JSON.stringify(v)}`)
+    return s
+  } },
+  { key: 'compression.gzip.level', default: -1, parse: (v, k) => { const n = int(-1, 9)(v, k); if (n === 0) throw new ConfigException(`${k} must be -1 or 1..9`); return n } },
+  { key: 'compression.lz4.level', default: 9, parse: int(...LEVELS.lz4!) },
+  { key: 'compression.zstd.level', default: 3, parse: int(...LEVELS.zstd!) },
+  { key: 'transactional.id', default: null, parse: (v, k) => (v === null ? null : str(v, k)) },
+  { key: 'transaction.timeout.ms', default: 60000, parse: int(1) },
+  { key: 'metadata.max.age.ms', default: 300000, parse: int(0) },
+  { key: 'partitioner.ignore.keys', default: false, parse: bool },
+  { key: 'partitioner.adaptive.partitioning.enable', default: true, parse: bool },
+  { key: 'transport', default: undefined, parse: any },
+  { key: 'clock', default: systemClock, parse: any },
+  { key: 'random', default: Math.random, parse: any },
+  { key: 'wasm', default: undefined, parse: any },
+]
+
+const camel = (k: string) => k.replace(/\.([a-z])/g, (_, c: string) => c.toUpperCase())
+const BY_KEY = new Map<string, Spec>()
+for (const s of SPECS) { BY_KEY.set(s.key, s); BY_KEY.set(camel(s.key), s) }
+
+function parseServers(v: unknown, key: string): Array<{ host: string; port: number }> {
+  const list = Array.isArray(v) ? v : typeof v === 'string' ? v.split(',') : null
+  if (!list || list.length === 0) throw new ConfigException(`${key} is required: a comma-separated list of host:port`)
+  return list.map((entry) => {
+    const s = String(entry).trim()
+    const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(s)
+    if (!m) throw new ConfigException(`${key} entry ${JSON.stringify(s)} is not host:port`)
+    const port = Number(m[2])
+    if (port < 1 || port > 65535) throw new ConfigException(`${key} entry ${JSON.stringify(s)} has an invalid port`)
+    return { host: m[1]!, port }
+  })
+}
+
+function parseAcks(v: unknown, key: string): -1 | 0 | 1 {
+  if (v === 'all' || v === -1 || v === '-1') return -1
+  if (v === 0 || v === '0') return 0
+  if (v === 1 || v === '1') return 1
+  throw new ConfigException(`${key} must be all, -1, 0 or 1, got ${JSON.stringify(v)}`)
+}
+
+export function parseConfig(settings: ProducerSettings): ProducerConfig {
+  const given = new Map<string, unknown>()
+  for (const [k, v] of Object.entries(settings)) {
+    if (v === undefined) continue
+    const spec = BY_KEY.get(k)
+    if (!spec) throw new ConfigException(`unknown producer setting ${JSON.stringify(k)}; check its spelling against the Java producer's config names`)
+    if (given.has(spec.key)) throw new ConfigException(`${spec.key} is given twice (as ${spec.key} and its camelCase alias)`)
+    given.set(spec.key, spec.parse(v, spec.key))
+  }
+  const get = <T>(k: string): T => (given.has(k) ? given.get(k) : BY_KEY.get(k)!.default) as T
+  if (!given.has('transport')) throw new ConfigException('transport is required: pass tcp(), websocket({...}) or cloudflareSockets()')
+
+  const acks = get<-1 | 0 | 1>('acks')
+  const retries = get<number>('retries')
+  const maxInFlight = get<number>('max.in.flight.requests.per.connection')
+  const transactionalId = get<string | null>('transactional.id')
+  let idempotence = get<boolean>('enable.idempotence')
+  const explicitIdempotence = given.has('enable.idempotence')
+
+  // Java: idempotence is on by default but silently yields to conflicting settings the user chose;
+  // asked for explicitly, the conflict is an error.
+  const conflicts: string[] = []
+  if (acks !== -1) conflicts.push('acks must be all')
+  if (retries === 0) conflicts.push('retries must be greater than 0')
+  if (maxInFlight > 5) conflicts.push('max.in.flight.requests.per.connection must be at most 5')
+  if (conflicts.length > 0) {
+    if (explicitIdempotence && idempotence) {
+      throw new ConfigException(`enable.idempotence=true requires: ${conflicts.join('; ')}. Fix those settings or set enable.idempotence=false`)
+    }
+    if (transactionalId !== null) {
+      throw new ConfigException(`transactional.id requires idempotence, which conflicts with: ${conflicts.join('; ')}`)
+    }
+    idempotence = false
+  }
+  if (transactionalId !== null) {
+    if (!idempotence) throw new ConfigException('transactional.id requires enable.idempotence=true; remove enable.idempotence=false or the transactional.id')
+    if (transactionalId.length === 0) throw new ConfigException('transactional.id must not be empty')
+  }
+
+  const lingerMs = get<number>('linger.ms')
+  const requestTimeoutMs = get<number>('request.timeout.ms')
+  let deliveryTimeoutMs = get<number>('delivery.timeout.ms')
+  if (deliveryTimeoutMs < lingerMs + requestTimeoutMs) {
+    if (given.has('delivery.timeout.ms')) {
+      throw new ConfigException(`delivery.timeout.ms (${deliveryTimeoutMs}) must be at least linger.ms + request.timeout.ms (${lingerMs + requestTimeoutMs})`)
+    }
+    deliveryTimeoutMs = lingerMs + requestTimeoutMs
+  }
+
+  const compressionType = get<CompressionType>('compression.type')
+  const levelKey = `compression.${compressionType}.level`
+  const compressionLevel = BY_KEY.has(levelKey) ? get<number>(levelKey) : undefined
+  const transport = get<Transport>('transport')
+  if (!transport || typeof (transport as Transport).open !== 'function') throw new ConfigException('transport must be a Transport, e.g. tcp() or websocket({ url })')
+
+  return {
+    bootstrapServers: get('bootstrap.servers') ?? (() => { throw new ConfigException('bootstrap.servers is required') })(),
+    clientId: get('client.id'),
+    acks,
+    idempotence,
+    lingerMs,
+    batchSize: get('batch.size'),
+    maxInFlight,
+    retries,
+    deliveryTimeoutMs,
+    requestTimeoutMs,
+    retryBackoffMs: get('retry.backoff.ms'),
+    retryBackoffMaxMs: Math.max(get<number>('retry.backoff.max.ms'), get<number>('retry.backoff.ms')),
+    maxRequestSize: get('max.request.size'),
+    bufferMemory: get('buffer.memory'),
+    maxBlockMs: get('max.block.ms'),
+    compressionType,
+    compressionLevel,
+    transactionalId,
+    transactionTimeoutMs: get('transaction.timeout.ms'),
+    metadataMaxAgeMs: get('metadata.max.age.ms'),
+    partitionerIgnoreKeys: get('partitioner.ignore.keys'),
+    partitionerAdaptive: get('partitioner.adaptive.partitioning.enable'),
+    transport,
+    clock: get('clock'),
+    random: get('random'),
+    wasm: get('wasm'),
+  }
+}

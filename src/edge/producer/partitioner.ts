@@ -1,0 +1,92 @@
+/**
+ * Partition choice identical to the Java producer's BuiltInPartitioner: keyed records go to
+ * toPositive(murmur2(key)) % numPartitions over all partitions; keyless records stick to one
+ * partition until about batch.size bytes went there (KIP-794), then move to another one, chosen
+ * at random weighted toward shorter queues when adaptive partitioning is on.
+ */
+export function murmur2(data: Uint8Array): number {
+  const length = data.length
+  const m = 0x5bd1e995
+  const r = 24
+  let h = 0x9747b28c ^ length
+  const words = length >> 2
+  for (let i = 0; i < words; i++) {
+    const o = i * 4
+    let k = data[o]! | (data[o + 1]! << 8) | (data[o + 2]! << 16) | (data[o + 3]! << 24)
+    k = Math.imul(k, m)
+    k ^= k >>> r
+    k = Math.imul(k, m)
+    h = Math.imul(h, m)
+    h ^= k
+  }
+  const tail = words * 4
+  const rem = length & 3
+  if (rem === 3) h ^= data[tail + 2]! << 16
+  if (rem >= 2) h ^= data[tail + 1]! << 8
+  if (rem >= 1) {
+    h ^= data[tail]!
+    h = Math.imul(h, m)
+  }
+  h ^= h >>> 13
+  h = Math.imul(h, m)
+  h ^= h >>> 15
+  return h | 0
+}
+
+export const toPositive = (n: number): number => n & 0x7fffffff
+
+export function partitionForKey(key: Uint8Array, numPartitions: number): number {
+  return toPositive(murmur2(key)) % numPartitions
+}
+
+interface StickyState { partition: number; producedBytes: number }
+
+export class StickyPartitioner {
+  private readonly sticky = new Map<string, StickyState>()
+
+  constructor(private readonly batchSize: number, private readonly adaptive: boolean, private readonly random: () => number) {}
+
+  /**
+   * The partition for a keyless record. `available` are partitions with a known leader; `queueSize`
+   * gives each partition's queued batch count for adaptive weighting.
+   */
+  partition(topic: string, numPartitions: number, available: number[], queueSize: (p: number) => number): number {
+    let s = this.sticky.get(topic)
+    if (!s || s.partition >= numPartitions) {
+      s = { partition: this.next(numPartitions, available, queueSize, -1), producedBytes: 0 }
+      this.sticky.set(topic, s)
+    }
+    return s.partition
+  }
+
+  /**
+   * Called after each append: switches once batch.size bytes went to the sticky partition and a new
+   * batch is starting (so batches fill), or at 2x batch.size regardless.
+   */
+  onAppend(topic: string, appendedBytes: number, batchFull: boolean, numPartitions: number, available: number[], queueSize: (p: number) => number): void {
+    const s = this.sticky.get(topic)
+    if (!s) return
+    s.producedBytes += appendedBytes
+    if ((s.producedBytes >= this.batchSize && batchFull) || s.producedBytes >= 2 * this.batchSize) {
+      s.partition = this.next(numPartitions, available, queueSize, s.partition)
+      s.producedBytes = 0
+    }
+  }
+
+  private next(numPartitions: number, available: number[], queueSize: (p: number) => number, current: number): number {
+    const candidates = available.length > 0 ? available : Array.from({ length: numPartitions }, (_, i) => i)
+    if (candidates.length === 1) return candidates[0]!
+    if (!this.adaptive) return candidates[Math.floor(this.random() * candidates.length)]!
+    // Weight = (longest queue + 1 - own queue): a partition whose broker drains slowly gets fewer records.
+    const sizes = candidates.map(queueSize)
+    const max = Math.max(...sizes)
+    const weights = sizes.map((q) => max + 1 - q)
+    const total = weights.reduce((a, b) => a + b, 0)
+    let pick = this.random() * total
+    for (let i = 0; i < candidates.length; i++) {
+      pick -= weights[i]!
+      if (pick < 0) return candidates[i] === current && candidates.length > 1 ? candidates[(i + 1) % candidates.length]! : candidates[i]!
+    }
+    return candidates[candidates.length - 1]!
+  }
+}

@@ -1,0 +1,130 @@
+import type { OpenBatch, ProducerStamp, RecordInput } from '../wasm/core.js'
+
+export interface TopicPartition { readonly topic: string; readonly partition: number; readonly key: string }
+
+export const topicPartition = (topic: string, partition: number): TopicPartition => ({ topic, partition, key: `${topic}:${partition}` })
+
+export interface RecordMetadata {
+  topic: string
+  partition: number
+  /** The record's offset; -1n when the broker answered DUPLICATE_SEQUENCE_NUMBER without one. */
+  offset: bigint
+  timestamp: number
+}
+
+interface Thunk { resolve(md: RecordMetadata): void; reject(e: Error): void; timestamp: number }
+
+const NO_SEQUENCE = -1
+const INT_MAX = 2147483647
+
+/** Sequences wrap from Integer.MAX_VALUE to 0, as the broker expects. */
+export const incrementSequence = (seq: number, by: number): number => (seq > INT_MAX - by ? seq - INT_MAX - 1 + by : seq + by)
+
+/**
+ * The records bound for one partition in one request. Open (in WASM memory, taking appends) until
+ * drained; then closed with its producer id, epoch and base sequence stamped, and its bytes never
+ * change again except through an epoch-bump rewrite, so a retry is byte-identical to the first send.
+ */
+export class ProducerBatch {
+  open: OpenBatch | null
+  bytes: Uint8Array | null = null
+  readonly thunks: Thunk[] = []
+  /** The appended records, kept only so a MESSAGE_TOO_LARGE batch can be split. */
+  readonly records: RecordInput[] = []
+  attempts = 0
+  lastAttemptMs: number
+  drainedMs = -1
+  producerId = -1n
+  producerEpoch = -1
+  baseSequence = NO_SEQUENCE
+  transactional = false
+  /** Set when an epoch bump rewrote this batch's sequence (Java: sequenceHasBeenReset). */
+  sequenceHasBeenReset = false
+  /** The leader epoch this batch was last sent under; a change means the retry can skip its backoff. */
+  leaderEpochAtSend = -1
+  done = false
+  private doneWaiters: Array<() => void> | null = null
+  /** Buffer bytes reserved for this batch, returned when it completes. */
+  reservedBytes: number
+
+  constructor(readonly tp: TopicPartition, open: OpenBatch, readonly createdMs: number, reservedBytes: number) {
+    this.open = open
+    this.lastAttemptMs = createdMs
+    this.reservedBytes = reservedBytes
+  }
+
+  get recordCount(): number { return this.thunks.length }
+  get hasSequence(): boolean { return this.baseSequence !== NO_SEQUENCE }
+  get inRetry(): boolean { return this.attempts > 0 }
+  get lastSequence(): number { return incrementSequence(this.baseSequence, this.recordCount - 1) }
+  get sizeInBytes(): number { return this.bytes ? this.bytes.length : this.open!.uncompressedBytes }
+
+  append(record: RecordInput, thunk: Thunk): void {
+    this.open!.append(record)
+    this.records.push(record)
+    this.thunks.push(thunk)
+  }
+
+  /** Closes the batch under the given producer state (at drain). */
+  close(stamp: ProducerStamp): void {
+    this.producerId = stamp.producerId
+    this.producerEpoch = stamp.producerEpoch
+    this.baseSequence = stamp.baseSequence
+    this.transactional = stamp.transactional
+    if (this.open) {
+      this.bytes = this.open.finish(stamp)
+      this.open = null
+    }
+  }
+
+  stamp(): ProducerStamp {
+    return { producerId: this.producerId, producerEpoch: this.producerEpoch, baseSequence: this.baseSequence, transactional: this.transactional }
+  }
+
+  hasReachedDeliveryTimeout(deliveryTimeoutMs: number, now: number): boolean {
+    return now - this.createdMs >= deliveryTimeoutMs
+  }
+
+  complete(baseOffset: bigint, logAppendTimeMs: bigint): void {
+    if (this.done) return
+    this.done = true
+    this.discardOpen()
+    const appendTime = logAppendTimeMs >= 0n ? Number(logAppendTimeMs) : -1
+    for (let i = 0; i < this.thunks.length; i++) {
+      const t = this.thunks[i]!
+      t.resolve({
+        topic: this.tp.topic,
+        partition: this.tp.partition,
+        offset: baseOffset < 0n ? -1n : baseOffset + BigInt(i),
+        timestamp: appendTime >= 0 ? appendTime : t.timestamp,
+      })
+    }
+  }
+
+  /** Fails every record; `perRecord` maps batch indexes to their own error (INVALID_RECORD). */
+  fail(error: Error, perRecord?: Map<number, Error>): void {
+    if (this.done) return
+    this.done = true
+    this.discardOpen()
+    for (let i = 0; i < this.thunks.length; i++) this.thunks[i]!.reject(perRecord?.get(i) ?? error)
+  }
+
+  /** Replaced by split pieces: the records' promises now belong to the pieces. */
+  markSplit(): void {
+    this.done = true
+    this.discardOpen()
+  }
+
+  /** Resolves once the batch completed or failed (for flush). */
+  whenDone(): Promise<void> {
+    if (this.done) return Promise.resolve()
+    return new Promise((resolve) => (this.doneWaiters ??= []).push(resolve))
+  }
+
+  private discardOpen(): void {
+    const waiters = this.doneWaiters
+    this.doneWaiters = null
+    if (waiters) for (const w of waiters) w()
+    if (this.open) { this.open.discard(); this.open = null }
+  }
+}

@@ -1,0 +1,284 @@
+import { Cluster } from '../client/cluster.js'
+import { ClosedError, ConfigException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery } from '../errors.js'
+import { loadCore, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
+import { BufferPool, RecordAccumulator } from './accumulator.js'
+import { parseConfig, type ProducerConfig, type ProducerSettings } from './config.js'
+import { ProducerMetrics } from './metrics.js'
+import { StickyPartitioner, partitionForKey } from './partitioner.js'
+import { topicPartition, type RecordMetadata } from './producer-batch.js'
+import { Sender } from './sender.js'
+import { TransactionManager } from './transaction-manager.js'
+
+export type { RecordMetadata } from './producer-batch.js'
+
+type Bytes = Uint8Array | string | null
+
+export interface ProducerRecord {
+  topic: string
+  value: Bytes
+  key?: Bytes
+  partition?: number
+  /** ms since the epoch; defaults to now. */
+  timestamp?: number
+  headers?: Record<string, Bytes> | ReadonlyArray<{ key: string; value: Bytes }>
+}
+
+const encoder = new TextEncoder()
+const toBytes = (v: Bytes | undefined, what: string): Uint8Array | null => {
+  if (v === null || v === undefined) return null
+  if (v instanceof Uint8Array) return v
+  if (typeof v === 'string') return encoder.encode(v)
+  throw new ConfigException(`${what} must be a Uint8Array, a string or null, got ${typeof v}`)
+}
+const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/
+
+interface PendingSend { record: RecordInput; topic: string; partition: number | undefined; resolve(md: RecordMetadata): void; reject(e: Error): void; startedMs: number }
+
+/**
+ * The public producer. send() appends to the accumulator synchronously when it can (metadata known,
+ * buffer free) and otherwise queues, so records enter the accumulator in call order no matter which
+ * of them had to wait for metadata or buffer space.
+ */
+export class Producer {
+  readonly config: ProducerConfig
+  private core: Core | null = null
+  private connecting: Promise<void> | null = null
+  readonly cluster: Cluster
+  private accumulator!: RecordAccumulator
+  sender!: Sender
+  readonly txn: TransactionManager | null
+  private partitioner: StickyPartitioner
+  private readonly metricsRegistry: ProducerMetrics
+  private readonly waiting: PendingSend[] = []
+  private pumping = false
+  private closed = false
+  private readonly startedMs: number
+  private pool!: BufferPool
+
+  constructor(settings: ProducerSettings) {
+    this.config = parseConfig(settings)
+    const c = this.config
+    this.cluster = new Cluster({ bootstrap: c.bootstrapServers, transport: c.transport, clock: c.clock, clientId: c.clientId, requestTimeoutMs: c.requestTimeoutMs, metadataMaxAgeMs: c.metadataMaxAgeMs })
+    this.txn = c.idempotence ? new TransactionManager(c.transactionalId, (b, s) => {
+      restamp(this.core!, b.bytes!, s)
+      b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence; b.transactional = s.transactional
+    }) : null
+    this.partitioner = new StickyPartitioner(c.batchSize, c.partitionerAdaptive, c.random)
+    this.metricsRegistry = new ProducerMetrics(c.clock)
+    this.startedMs = c.clock.now()
+  }
+
+  /** Loads the WASM core and fetches cluster metadata. send() calls it implicitly. */
+  connect(): Promise<void> {
+    if (!this.connecting) {
+      this.connecting = this.doConnect()
+      this.connecting.catch(() => { this.connecting = null })
+    }
+    return this.connecting
+  }
+
+  private async doConnect(): Promise<void> {
+    if (this.closed) throw new ClosedError('the producer is closed; create a new one')
+    const c = this.config
+    if (!this.core) {
+      this.core = await loadCore(c.wasm as Parameters<typeof loadCore>[0])
+      this.pool = new BufferPool(c.bufferMemory, c.clock)
+      this.accumulator = new RecordAccumulator({
+        batchSize: c.batchSize, lingerMs: c.lingerMs, maxRequestSize: c.maxRequestSize, bufferMemory: c.bufferMemory,
+        maxBlockMs: c.maxBlockMs, deliveryTimeoutMs: c.deliveryTimeoutMs, retryBackoffMs: c.retryBackoffMs,
+        retryBackoffMaxMs: c.retryBackoffMaxMs, compression: c.compressionType, compressionLevel: c.compressionLevel,
+        clock: c.clock, random: c.random,
+      }, this.pool, this.core, this.txn)
+      this.sender = new Sender(c, this.cluster, this.accumulator, this.txn, this.metricsRegistry)
+    }
+    await this.withDeadline(this.cluster.refresh(this.sender.topicsInUse), c.maxBlockMs, 'fetching cluster metadata from bootstrap.servers')
+    this.sender.wakeup()
+  }
+
+  send(record: ProducerRecord): Promise<RecordMetadata> {
+    return new Promise<RecordMetadata>((resolve, reject) => {
+      if (this.closed) return reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
+      if (this.txn?.state === 'FATAL_ERROR') return reject(markDelivery(this.txn.fatalError!, false))
+      let input: RecordInput
+      try {
+        input = this.toInput(record)
+      } catch (e) {
+        return reject(markDelivery(e as Error, false))
+      }
+      const p: PendingSend = { record: input, topic: record.topic, partition: record.partition, resolve, reject, startedMs: this.config.clock.now() }
+      if (this.waiting.length === 0 && this.core && this.tryAppend(p)) return
+      this.waiting.push(p)
+      this.pump()
+    })
+  }
+
+  private toInput(r: ProducerRecord): RecordInput {
+    if (!r || typeof r !== 'object') throw new ConfigException('send() takes a record object { topic, value, key?, headers?, partition?, timestamp? }')
+    if (typeof r.topic !== 'string' || !TOPIC.test(r.topic)) throw new ConfigException(`invalid topic name ${JSON.stringify(r.topic)}: use 1-249 characters of [a-zA-Z0-9._-]`)
+    if (r.partition !== undefined && (!Number.isInteger(r.partition) || r.partition < 0)) throw new ConfigException(`partition must be a non-negative integer, got ${r.partition}`)
+    const timestamp = r.timestamp ?? this.config.clock.now()
+    if (!Number.isSafeInteger(timestamp)) throw new ConfigException(`timestamp must be an integer number of ms since the epoch, got ${r.timestamp}`)
+    if (timestamp < 0) throw new ConfigException(`timestamp must not be negative, got ${timestamp}`)
+    let headers: RecordHeader[] | undefined
+    if (r.headers) {
+      const entries = Array.isArray(r.headers) ? r.headers as ReadonlyArray<{ key: string; value: Bytes }> : Object.entries(r.headers).map(([key, value]) => ({ key, value }))
+      headers = entries.map((h) => {
+        if (typeof h.key !== 'string') throw new ConfigException('header keys must be strings')
+        return { key: h.key, value: toBytes(h.value, `header ${h.key}`) }
+      })
+    }
+    return { key: toBytes(r.key, 'key'), value: toBytes(r.value, 'value'), headers, timestamp }
+  }
+
+  /** Appends now if metadata and buffer allow; false means "wait". Throws nothing: errors reject the send. */
+  private tryAppend(p: PendingSend): boolean {
+    const c = this.config
+    const topic = p.topic
+    this.sender.topicsInUse.add(topic)
+    const count = this.cluster.partitionCount(topic)
+    if (count === 0) return false
+    if (p.partition !== undefined && p.partition >= count) {
+      p.reject(markDelivery(new KafkaEdgeError(`partition ${p.partition} of ${topic} does not exist: the topic has ${count} partitions`), false))
+      return true
+    }
+    const size = this.core!.recordSize(p.record, 0, 0) + 61
+    if (size > c.maxRequestSize || size > c.bufferMemory) {
+      p.reject(markDelivery(new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${size > c.maxRequestSize ? `max.request.size (${c.maxRequestSize})` : `buffer.memory (${c.bufferMemory})`}; send smaller records or raise the limit`), false))
+      return true
+    }
+    let partition = p.partition
+    const keyed = p.record.key !== null && !c.partitionerIgnoreKeys
+    const available = () => this.availablePartitions(topic, count)
+    const queue = (i: number) => this.accumulator.queueSize(topicPartition(topic, i))
+    if (partition === undefined) partition = keyed ? partitionForKey(p.record.key!, count) : this.partitioner.partition(topic, count, available(), queue)
+    const tp = topicPartition(topic, partition)
+    const result = this.accumulator.tryAppend(tp, p.record, size, { resolve: p.resolve, reject: p.reject, timestamp: p.record.timestamp })
+    if (!result) return false
+    if (p.partition === undefined && !keyed) this.partitioner.onAppend(topic, size, result.batchFull, count, available(), queue)
+    if (result.batchFull || result.newBatch) this.sender.wakeup(result.batchFull ? 0 : c.lingerMs)
+    return true
+  }
+
+  private availablePartitions(topic: string, count: number): number[] {
+    const out: number[] = []
+    for (let i = 0; i < count; i++) if (this.cluster.leaderFor(topic, i) >= 0) out.push(i)
+    return out
+  }
+
+  /** Drains the waiting sends in order, waiting for the core, metadata or buffer space as needed. */
+  private async pump(): Promise<void> {
+    if (this.pumping) return
+    this.pumping = true
+    try {
+      while (this.waiting.length > 0) {
+        const p = this.waiting[0]!
+        const c = this.config
+        const deadline = p.startedMs + c.maxBlockMs
+        try {
+          if (!this.core) await this.connect()
+          if (this.tryAppend(p)) { this.waiting.shift(); continue }
+          const left = deadline - c.clock.now()
+          if (left <= 0) throw this.blockTimeout(p)
+          if (this.cluster.partitionCount(p.topic) === 0) {
+            await this.withDeadline(this.cluster.refresh(this.sender.topicsInUse).catch(() => {}), left, `waiting for metadata of topic ${p.topic}`)
+            if (this.cluster.partitionCount(p.topic) === 0) await new Promise((r) => c.clock.setTimeout(r as () => void, Math.min(c.retryBackoffMs, Math.max(0, deadline - c.clock.now()))))
+          } else {
+            // Buffer full: wait for space, then hand the reservation back and retry the append.
+            const bytes = Math.max(c.batchSize, this.core!.recordSize(p.record, 0, 0) + 61)
+            this.sender.wakeup()
+            await this.pool.reserve(bytes, Math.max(0, left))
+            this.pool.release(bytes)
+          }
+        } catch (e) {
+          this.waiting.shift()
+          const err = e instanceof TimeoutException && this.cluster.partitionCount(p.topic) === 0
+            ? new TimeoutException(`topic ${p.topic} not present in metadata after ${c.maxBlockMs} ms (max.block.ms); create the topic or check its name`)
+            : e as Error
+          p.reject(markDelivery(err, false))
+        }
+      }
+    } finally {
+      this.pumping = false
+    }
+  }
+
+  private blockTimeout(p: PendingSend): Error {
+    return this.cluster.partitionCount(p.topic) === 0
+      ? new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms); create the topic or check its name`)
+      : new TimeoutException(`send() blocked for max.block.ms (${this.config.maxBlockMs} ms)`)
+  }
+
+  private withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+    const clock = this.config.clock
+    return new Promise<T>((resolve, reject) => {
+      const t = clock.setTimeout(() => reject(new TimeoutException(`${what} took longer than ${ms} ms`)), ms)
+      p.then((v) => { clock.clearTimeout(t); resolve(v) }, (e) => { clock.clearTimeout(t); reject(e) })
+    })
+  }
+
+  /** Resolves when every record sent before the call has completed (acknowledged or failed). */
+  async flush(): Promise<void> {
+    while (this.waiting.length > 0) await new Promise((r) => this.config.clock.setTimeout(r as () => void, 1))
+    if (!this.core) return
+    const flushStart = this.config.clock.now()
+    this.accumulator.flushesInProgress++
+    this.sender.wakeup()
+    try {
+      // Split pieces keep their original's creation time, so they are waited for too.
+      for (;;) {
+        const pending = [...this.accumulator.incomplete].filter((b) => b.createdMs <= flushStart)
+        if (pending.length === 0) break
+        await Promise.all(pending.map((b) => b.whenDone()))
+      }
+    } finally {
+      this.accumulator.flushesInProgress--
+    }
+  }
+
+  /**
+   * Sends what is queued and waits for it up to timeoutMs (default: as long as delivery.timeout.ms
+   * allows), then fails whatever is left and closes the connections.
+   */
+  async close(opts: { timeoutMs?: number } = {}): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    const timeoutMs = opts.timeoutMs ?? Infinity
+    if (this.core) {
+      this.accumulator.closed = true
+      const done = this.flush()
+      if (Number.isFinite(timeoutMs)) {
+        await Promise.race([done, new Promise((r) => this.config.clock.setTimeout(r as () => void, timeoutMs))])
+      } else await done
+      const err = markDelivery(new ClosedError('the producer was closed before the record was acknowledged'), true)
+      this.accumulator.abortUndrained(err)
+      for (const b of this.sender.inFlightBatches) this.sender.failBatch(b, err, null, false)
+      this.pool.failWaiters(err)
+      this.sender.close()
+    }
+    for (const p of this.waiting.splice(0)) p.reject(markDelivery(new ClosedError('the producer was closed before the record was sent'), false))
+    this.cluster.close()
+  }
+
+  metrics(): Record<string, number> {
+    const now = this.config.clock.now()
+    return this.metricsRegistry.snapshot({
+      bufferAvailable: this.pool?.available ?? this.config.bufferMemory,
+      bufferTotal: this.config.bufferMemory,
+      bufferWaitMs: this.pool?.waitTimeTotalMs ?? 0,
+      uptimeMs: now - this.startedMs,
+      inFlight: this.sender?.inFlightRequests ?? 0,
+    })
+  }
+
+  /** Partition count of a topic, fetching metadata if needed. */
+  async partitionsFor(topic: string): Promise<number> {
+    await this.connect()
+    this.sender.topicsInUse.add(topic)
+    if (this.cluster.partitionCount(topic) === 0) await this.cluster.refresh(this.sender.topicsInUse)
+    return this.cluster.partitionCount(topic)
+  }
+}
+
+export function createProducer(settings: ProducerSettings): Producer {
+  return new Producer(settings)
+}

@@ -1,0 +1,365 @@
+import type { Cluster } from '../client/cluster.js'
+import type { Connection } from '../client/connection.js'
+import { KafkaApiError, TimeoutException, markDelivery } from '../errors.js'
+import { InitProducerId, Produce, apiError, errorInfo, type Message } from '../protocol/index.js'
+import type { RecordAccumulator } from './accumulator.js'
+import type { ProducerConfig } from './config.js'
+import type { ProducerMetrics } from './metrics.js'
+import type { ProducerBatch } from './producer-batch.js'
+import type { TransactionManager } from './transaction-manager.js'
+
+interface PartitionResponse {
+  errorCode: number
+  baseOffset: bigint
+  logAppendTimeMs: bigint
+  logStartOffset: bigint
+  recordErrors: Array<{ batchIndex: number; batchIndexErrorMessage: string | null }>
+  errorMessage: string | null
+  currentLeader: { leaderId: number; leaderEpoch: number } | null
+}
+
+const INT_MAX = 2147483647
+/** Errors after which the partition's leader is in doubt (Java: InvalidMetadataException and network errors). */
+const STALE_METADATA = new Set([3, 5, 6, 13, 56, 74, 76, 103])
+/** Errors that end the producer (Java: maybeTransitionToErrorState's fatal classes). */
+const FATAL = new Set([31, 35, 49, 53, 90])
+
+/**
+ * The send loop (Java's Sender), driven by wakeups instead of a thread: each run finds ready nodes,
+ * drains batches into one Produce request per broker, expires batches past delivery.timeout.ms, and
+ * turns every response into complete / retry / split / fail decisions. Frames to a broker are written
+ * in drain order by the connection's FIFO, so sequences reach the broker ascending per partition.
+ */
+export class Sender {
+  private timer: unknown = null
+  private timerAt = Infinity
+  private running = false
+  private rerun = false
+  private readonly inFlightPerNode = new Map<number, number>()
+  readonly inFlightBatches = new Set<ProducerBatch>()
+  private initInFlight = false
+  private metadataInFlight = false
+  private metadataBackoffUntil = 0
+  private initBackoffUntil = 0
+  closed = false
+  readonly topicsInUse = new Set<string>()
+  /** Observers for tests: every Produce request as sent. */
+  onProduceRequest: ((node: number, batches: readonly ProducerBatch[]) => void) | null = null
+
+  constructor(
+    private readonly config: ProducerConfig,
+    private readonly cluster: Cluster,
+    private readonly accumulator: RecordAccumulator,
+    private readonly txn: TransactionManager | null,
+    private readonly metrics: ProducerMetrics,
+  ) {}
+
+  get inFlightRequests(): number {
+    let n = 0
+    for (const v of this.inFlightPerNode.values()) n += v
+    return n
+  }
+
+  /** Runs the loop soon (coalesced); `delayMs` schedules a later run unless an earlier one is due. */
+  wakeup(delayMs = 0): void {
+    if (this.closed && delayMs > 0) return
+    const clock = this.config.clock
+    const at = clock.now() + delayMs
+    if (this.timer !== null && this.timerAt <= at) return
+    if (this.timer !== null) clock.clearTimeout(this.timer)
+    this.timerAt = at
+    this.timer = clock.setTimeout(() => { this.timer = null; this.timerAt = Infinity; this.run() }, delayMs)
+  }
+
+  run(): void {
+    if (this.running) { this.rerun = true; return }
+    this.running = true
+    try {
+      do { this.rerun = false; this.runOnce() } while (this.rerun)
+    } finally {
+      this.running = false
+    }
+  }
+
+  private runOnce(): void {
+    const now = this.config.clock.now()
+    const txn = this.txn
+    if (txn) {
+      if (txn.state === 'FATAL_ERROR') {
+        this.failAll(txn.fatalError!)
+        return
+      }
+      txn.maybeResolveSequences()
+      if (txn.bumpIdempotentEpochIfRequired()) this.metrics.epochBumps++
+      if (!txn.hasProducerId) {
+        this.ensureProducerId(now)
+        this.expire(now)
+        this.scheduleNext(now, Infinity)
+        return
+      }
+    }
+
+    const ready = this.accumulator.ready(this.cluster, now)
+    if (ready.unknownLeaderTopics.size > 0 || this.cluster.metadataStale(now)) this.refreshMetadata(now)
+
+    const sendable: number[] = []
+    for (const node of ready.readyNodes) {
+      let conn: Connection
+      try { conn = this.cluster.connection(node) } catch { this.cluster.requestUpdate(); continue }
+      if (!conn.isReady) { conn.connect().then(() => this.wakeup(), () => this.wakeup(this.config.retryBackoffMs)); continue }
+      if ((this.inFlightPerNode.get(node) ?? 0) >= this.config.maxInFlight) continue
+      sendable.push(node)
+    }
+    const drained = this.accumulator.drain(this.cluster, sendable, now)
+    this.expire(now)
+    for (const [node, batches] of drained) this.sendProduce(node, batches, now)
+    this.scheduleNext(now, ready.nextReadyCheckDelayMs)
+  }
+
+  private scheduleNext(now: number, readyDelay: number): void {
+    let delay = Math.min(readyDelay, this.accumulator.nextExpiryDelay(now))
+    for (const b of this.inFlightBatches) delay = Math.min(delay, Math.max(0, b.createdMs + this.config.deliveryTimeoutMs - now))
+    if (this.metadataBackoffUntil > now && this.accumulator.hasUndrained()) delay = Math.min(delay, this.metadataBackoffUntil - now)
+    if (Number.isFinite(delay)) this.wakeup(Math.max(delay, 0))
+  }
+
+  /** delivery.timeout.ms covers queued and in-flight batches alike. */
+  private expire(now: number): void {
+    const expired = this.accumulator.expiredBatches(now)
+    for (const b of this.inFlightBatches) {
+      if (b.hasReachedDeliveryTimeout(this.config.deliveryTimeoutMs, now)) expired.push(b)
+    }
+    for (const b of expired) {
+      this.inFlightBatches.delete(b)
+      const sent = b.drainedMs >= 0
+      const err = markDelivery(new TimeoutException(
+        `expiring ${b.recordCount} record(s) for ${b.tp.topic}-${b.tp.partition}: ${now - b.createdMs} ms passed since batch creation (delivery.timeout.ms=${this.config.deliveryTimeoutMs})` +
+        (sent ? '; the batch was sent, so the records may have been written' : '; the records were never sent'),
+      ), sent)
+      this.failBatch(b, err, null, false)
+      // The outcome of a batch that reached the wire is unknown: hold new batches for the partition
+      // until what is in flight settles and tells whether the sequence landed.
+      if (this.txn && b.hasSequence && sent) this.txn.markSequenceUnresolved(b)
+    }
+  }
+
+  private ensureProducerId(now: number): void {
+    const txn = this.txn!
+    if (this.initInFlight || now < this.initBackoffUntil) {
+      if (!this.initInFlight) this.wakeup(this.initBackoffUntil - now)
+      return
+    }
+    this.initInFlight = true
+    txn.state = 'INITIALIZING'
+    const conn = this.cluster.anyConnection()
+    conn.request(InitProducerId, { transactionalId: null, transactionTimeoutMs: INT_MAX, producerId: -1n, producerEpoch: -1 }).response.then((res) => {
+      const code = res.errorCode as number
+      if (code === 0) {
+        txn.initialized({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number })
+      } else if (FATAL.has(code)) {
+        txn.transitionToFatal(apiError(code, 'InitProducerId'))
+      } else {
+        txn.state = 'UNINITIALIZED'
+        this.initBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs
+        if (code === 14 || code === 15 || code === 16) this.cluster.requestUpdate()
+      }
+    }, () => {
+      txn.state = 'UNINITIALIZED'
+      this.initBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs
+    }).finally(() => { this.initInFlight = false; this.wakeup() })
+  }
+
+  private refreshMetadata(now: number): void {
+    if (this.metadataInFlight || now < this.metadataBackoffUntil) return
+    this.metadataInFlight = true
+    this.cluster.refresh(this.topicsInUse).then(
+      () => { this.metadataBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs },
+      () => { this.metadataBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs },
+    ).finally(() => { this.metadataInFlight = false; this.wakeup() })
+  }
+
+  private sendProduce(node: number, batches: ProducerBatch[], now: number): void {
+    const conn = this.cluster.connection(node)
+    const byTopic = new Map<string, Array<{ index: number; records: Uint8Array }>>()
+    let records = 0
+    for (const b of batches) {
+      let list = byTopic.get(b.tp.topic)
+      if (!list) { list = []; byTopic.set(b.tp.topic, list) }
+      list.push({ index: b.tp.partition, records: b.bytes! })
+      records += b.recordCount
+      this.inFlightBatches.add(b)
+      this.metrics.batchSize.record(b.bytes!.length)
+      this.metrics.recordQueueTime.record(now - b.createdMs)
+    }
+    this.metrics.recordsPerRequest.record(records)
+    this.metrics.totals.requests++
+    this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 0) + 1)
+    this.onProduceRequest?.(node, batches)
+    const expectResponse = this.config.acks !== 0
+    const pending = conn.request(Produce, {
+      transactionalId: this.txn?.transactionalId ?? null,
+      acks: this.config.acks,
+      timeoutMs: this.config.requestTimeoutMs,
+      topicData: [...byTopic].map(([name, partitionData]) => ({ name, partitionData })),
+    }, { cap: this.produceVersionCap(), expectResponse })
+    pending.response.then(
+      (res) => this.handleResponse(res, batches, expectResponse, now),
+      (err: unknown) => this.handleFailure(err, batches),
+    ).finally(() => {
+      this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 1) - 1)
+      this.wakeup()
+    })
+  }
+
+  /** Transactions without TV2 stop at Produce v11; everything else at 12 (v13 needs topic ids). */
+  produceVersionCap(): number { return 12 }
+
+  private handleResponse(res: Message, batches: ProducerBatch[], expectResponse: boolean, sentMs: number): void {
+    const now = this.config.clock.now()
+    if (!expectResponse) {
+      for (const b of batches) this.completeBatch(b, { errorCode: 0, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null }, now)
+      return
+    }
+    this.metrics.requestLatency.record(now - sentMs)
+    this.metrics.throttleTime.record(res.throttleTimeMs as number)
+    const endpoints = (res.nodeEndpoints ?? []) as Array<{ nodeId: number; host: string; port: number }>
+    const byKey = new Map<string, PartitionResponse>()
+    for (const t of res.responses as Array<{ name: string; partitionResponses: Array<PartitionResponse & { index: number }> }>) {
+      for (const p of t.partitionResponses) byKey.set(`${t.name}:${p.index}`, p)
+    }
+    for (const b of batches) {
+      const pr = byKey.get(b.tp.key)
+      if (!pr) {
+        // A broker that leaves a partition out of its answer gives no outcome: treat it as a network error.
+        this.completeBatch(b, errorResponse(13), now)
+        continue
+      }
+      let hinted = false
+      if (pr.errorCode !== 0 && pr.currentLeader && pr.currentLeader.leaderId >= 0) {
+        hinted = this.cluster.applyLeaderHint(b.tp.topic, b.tp.partition, pr.currentLeader.leaderId, pr.currentLeader.leaderEpoch, endpoints)
+      }
+      if (STALE_METADATA.has(pr.errorCode) && !hinted) this.cluster.invalidateLeader(b.tp.topic, b.tp.partition)
+      this.completeBatch(b, pr, now)
+    }
+  }
+
+  private handleFailure(err: unknown, batches: ProducerBatch[]): void {
+    const now = this.config.clock.now()
+    const code = err instanceof TimeoutException ? 7 : 13
+    for (const b of batches) {
+      // The connection is gone and the leader is in doubt: re-route the retry through fresh metadata
+      // rather than hammering a dead broker, and never let one dead broker wedge other partitions.
+      this.cluster.invalidateLeader(b.tp.topic, b.tp.partition)
+      this.completeBatch(b, errorResponse(code), now)
+    }
+  }
+
+  private completeBatch(batch: ProducerBatch, pr: PartitionResponse, now: number): void {
+    this.inFlightBatches.delete(batch)
+    if (batch.done) return
+    const code = pr.errorCode
+    if (code === 10 && batch.recordCount > 1) {
+      this.splitAndReenqueue(batch)
+      return
+    }
+    if (code !== 0) {
+      const info = errorInfo(code)
+      if (this.canRetry(batch, pr, now)) {
+        this.metrics.recordRetry.record(batch.recordCount)
+        this.metrics.totals.recordRetries += batch.recordCount
+        this.accumulator.reenqueue(batch, now)
+        return
+      }
+      if (info.name === 'DUPLICATE_SEQUENCE_NUMBER') {
+        this.succeed(batch, -1n, -1n)
+        return
+      }
+      if (FATAL.has(code) && this.txn) this.txn.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
+      this.failBatch(batch, this.batchError(batch, pr), info.name, true, perRecordErrors(batch, pr))
+      return
+    }
+    this.succeed(batch, pr.baseOffset, pr.logAppendTimeMs)
+  }
+
+  private succeed(batch: ProducerBatch, baseOffset: bigint, logAppendTimeMs: bigint): void {
+    this.txn?.handleCompletedBatch(batch, baseOffset)
+    batch.complete(baseOffset, logAppendTimeMs)
+    this.metrics.recordSend.record(batch.recordCount)
+    this.metrics.totals.recordsSent += batch.recordCount
+    this.accumulator.deallocate(batch)
+  }
+
+  private canRetry(batch: ProducerBatch, pr: PartitionResponse, now: number): boolean {
+    if (batch.hasReachedDeliveryTimeout(this.config.deliveryTimeoutMs, now)) return false
+    if (batch.attempts >= this.config.retries) return false
+    if (this.txn) {
+      const decided = this.txn.canRetrySequenceError(errorInfo(pr.errorCode).name, batch, pr.logStartOffset)
+      if (decided !== null) return decided
+    }
+    return errorInfo(pr.errorCode).retriable
+  }
+
+  /** MESSAGE_TOO_LARGE on a multi-record batch: split, keep the sequences, no attempt counted. */
+  private splitAndReenqueue(batch: ProducerBatch): void {
+    const pieces = this.accumulator.split(batch)
+    if (this.txn && batch.hasSequence) {
+      this.txn.removeInflight(batch)
+      let seq = batch.baseSequence
+      for (const p of pieces) {
+        p.close({ ...batch.stamp(), baseSequence: seq })
+        seq += p.recordCount
+        this.txn.addInflight(p)
+      }
+    }
+    batch.markSplit()
+    this.accumulator.reenqueueSplit(batch, pieces)
+    this.wakeup()
+  }
+
+  private batchError(batch: ProducerBatch, pr: PartitionResponse): Error {
+    const info = errorInfo(pr.errorCode)
+    const base = apiError(pr.errorCode, `producing ${batch.recordCount} record(s) to ${batch.tp.topic}-${batch.tp.partition}`, pr.errorMessage)
+    // The broker answered with a definite error: the batch was not appended.
+    return markDelivery(info.name === 'MESSAGE_TOO_LARGE'
+      ? Object.assign(base, { name: 'RecordTooLargeException' })
+      : base, false)
+  }
+
+  failBatch(batch: ProducerBatch, error: Error, errorName: string | null, adjustSequences: boolean, perRecord?: Map<number, Error>): void {
+    this.inFlightBatches.delete(batch)
+    if (this.txn) this.txn.handleFailedBatch(batch, errorName, adjustSequences)
+    this.metrics.recordError.record(batch.recordCount)
+    this.metrics.totals.recordErrors += batch.recordCount
+    batch.fail(error, perRecord)
+    this.accumulator.deallocate(batch)
+  }
+
+  /** After a fatal error every queued batch fails with it; in-flight ones fail as their answers come. */
+  failAll(error: Error): void {
+    this.accumulator.abortUndrained(markDelivery(error, false))
+  }
+
+  close(): void {
+    this.closed = true
+    if (this.timer !== null) this.config.clock.clearTimeout(this.timer)
+    this.timer = null
+  }
+}
+
+function errorResponse(errorCode: number): PartitionResponse {
+  return { errorCode, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null }
+}
+
+function perRecordErrors(batch: ProducerBatch, pr: PartitionResponse): Map<number, Error> | undefined {
+  if (pr.recordErrors.length === 0) return undefined
+  const m = new Map<number, Error>()
+  for (const re of pr.recordErrors) {
+    if (re.batchIndex < 0 || re.batchIndex >= batch.recordCount) continue
+    const e = new KafkaApiError(pr.errorCode, errorInfo(pr.errorCode).name, 'InvalidRecordException', false,
+      `record ${re.batchIndex} of the batch to ${batch.tp.topic}-${batch.tp.partition} was rejected: ${re.batchIndexErrorMessage ?? pr.errorMessage ?? 'invalid record'}`)
+    m.set(re.batchIndex, markDelivery(e, false))
+  }
+  // The other records of the batch were dropped with it; they fail with the batch-level error.
+  return m
+}
+

@@ -1,0 +1,279 @@
+import { ProducerBatch, incrementSequence, type TopicPartition } from './producer-batch.js'
+import type { ProducerStamp } from '../wasm/core.js'
+
+export interface ProducerIdAndEpoch { readonly producerId: bigint; readonly epoch: number }
+export const NO_PRODUCER_ID: ProducerIdAndEpoch = { producerId: -1n, epoch: -1 }
+const sameProducer = (a: ProducerIdAndEpoch, b: ProducerIdAndEpoch) => a.producerId === b.producerId && a.epoch === b.epoch
+const EPOCH_MAX = 32767
+const NO_LAST_ACKED = -1
+
+/**
+ * Per-partition sequencing state (Java's TxnPartitionEntry): the producer id/epoch the partition's
+ * sequences belong to, the next sequence to stamp, the last acknowledged one, and the in-flight
+ * batches ordered by (producer id, epoch, base sequence).
+ */
+export class TxnPartitionEntry {
+  producerIdAndEpoch: ProducerIdAndEpoch = NO_PRODUCER_ID
+  nextSequence = 0
+  lastAckedSequence = NO_LAST_ACKED
+  lastAckedOffset = -1n
+  inflight: ProducerBatch[] = []
+
+  constructor(readonly tp: TopicPartition) {}
+
+  addInflight(batch: ProducerBatch): void {
+    this.inflight.push(batch)
+    this.inflight.sort(compareBatches)
+  }
+
+  removeInflight(batch: ProducerBatch): void {
+    const i = this.inflight.indexOf(batch)
+    if (i >= 0) this.inflight.splice(i, 1)
+  }
+
+  /** Re-stamps every in-flight batch from sequence 0 under a new id/epoch (after an epoch bump). */
+  startSequencesAtBeginning(pe: ProducerIdAndEpoch, restamp: (b: ProducerBatch, s: ProducerStamp) => void): void {
+    let seq = 0
+    for (const b of this.inflight) {
+      restamp(b, { producerId: pe.producerId, producerEpoch: pe.epoch, baseSequence: seq, transactional: b.transactional })
+      b.sequenceHasBeenReset = true
+      seq += b.recordCount
+    }
+    this.inflight.sort(compareBatches)
+    this.producerIdAndEpoch = pe
+    this.nextSequence = seq
+    this.lastAckedSequence = NO_LAST_ACKED
+  }
+
+  /** A transactional batch failed for good: later in-flight batches move down to close the gap. */
+  adjustSequencesDueToFailedBatch(failed: ProducerBatch, restamp: (b: ProducerBatch, s: ProducerStamp) => void): void {
+    this.nextSequence = Math.max(0, this.nextSequence - failed.recordCount)
+    for (const b of this.inflight) {
+      if (b.baseSequence < failed.baseSequence) continue
+      const seq = b.baseSequence - failed.recordCount
+      restamp(b, { ...b.stamp(), baseSequence: Math.max(0, seq) })
+    }
+    this.inflight.sort(compareBatches)
+  }
+}
+
+function compareBatches(a: ProducerBatch, b: ProducerBatch): number {
+  if (a.producerId !== b.producerId) return a.producerId < b.producerId ? -1 : 1
+  if (a.producerEpoch !== b.producerEpoch) return a.producerEpoch - b.producerEpoch
+  return a.baseSequence - b.baseSequence
+}
+
+export type ProducerIdState = 'UNINITIALIZED' | 'INITIALIZING' | 'READY' | 'FATAL_ERROR'
+
+/**
+ * The idempotence bookkeeping of Java's TransactionManager: producer id and epoch, sequence numbers
+ * per partition, unresolved partitions after expiry, and the local epoch bump of KIP-360. Pure state:
+ * the Sender asks it questions and reports events; it never does I/O.
+ */
+export class TransactionManager {
+  producerIdAndEpoch: ProducerIdAndEpoch = NO_PRODUCER_ID
+  state: ProducerIdState = 'UNINITIALIZED'
+  fatalError: Error | null = null
+  private readonly partitions = new Map<string, TxnPartitionEntry>()
+  /** Partition -> the next sequence it would have had when a batch with unknown outcome expired. */
+  readonly unresolved = new Map<string, number>()
+  private readonly partitionsToRewrite = new Set<string>()
+  epochBumpRequired = false
+  /** Every epoch change, for tests and metrics: [producerId, epoch]. */
+  readonly epochHistory: ProducerIdAndEpoch[] = []
+
+  constructor(readonly transactionalId: string | null, private readonly restamp: (b: ProducerBatch, s: ProducerStamp) => void) {}
+
+  get isTransactional(): boolean { return this.transactionalId !== null }
+  get hasProducerId(): boolean { return this.producerIdAndEpoch.producerId >= 0n }
+
+  entry(tp: TopicPartition): TxnPartitionEntry {
+    let e = this.partitions.get(tp.key)
+    if (!e) { e = new TxnPartitionEntry(tp); this.partitions.set(tp.key, e) }
+    return e
+  }
+
+  setProducerIdAndEpoch(pe: ProducerIdAndEpoch): void {
+    this.producerIdAndEpoch = pe
+    this.epochHistory.push(pe)
+  }
+
+  /** InitProducerId answered. */
+  initialized(pe: ProducerIdAndEpoch): void {
+    this.setProducerIdAndEpoch(pe)
+    this.state = 'READY'
+  }
+
+  transitionToFatal(error: Error): void {
+    this.state = 'FATAL_ERROR'
+    this.fatalError = error
+  }
+
+  hasInflight(tp: TopicPartition): boolean { return this.entry(tp).inflight.length > 0 }
+  hasStaleProducerIdAndEpoch(tp: TopicPartition): boolean { return !sameProducer(this.producerIdAndEpoch, this.entry(tp).producerIdAndEpoch) }
+  hasUnresolvedSequence(tp: TopicPartition): boolean { return this.unresolved.has(tp.key) }
+  firstInFlightSequence(tp: TopicPartition): number { return this.entry(tp).inflight[0]?.baseSequence ?? -1 }
+
+  private isNextSequence(tp: TopicPartition, sequence: number): boolean {
+    return sequence - this.entry(tp).lastAckedSequence === 1
+  }
+
+  private isNextSequenceForUnresolved(tp: TopicPartition, sequence: number): boolean {
+    return this.unresolved.get(tp.key) === sequence
+  }
+
+  /** Whether the head batch of a partition may be drained now (Java: !shouldStopDrainBatchesForPartition). */
+  canDrain(first: ProducerBatch): boolean {
+    if (!this.hasProducerId || this.state !== 'READY') return false
+    const tp = first.tp
+    if (!first.hasSequence) {
+      // A new batch under a new epoch would start at sequence 0 and could overtake old-epoch batches.
+      if (this.hasInflight(tp) && this.hasStaleProducerIdAndEpoch(tp)) return false
+      // Earlier batches have an unknown outcome: nothing new until they resolve.
+      if (this.hasUnresolvedSequence(tp)) return false
+    }
+    const firstInFlight = this.firstInFlightSequence(tp)
+    // A retry goes only when it is the oldest in flight: while retrying, one request per partition.
+    return !(firstInFlight !== -1 && first.hasSequence && first.baseSequence !== firstInFlight)
+  }
+
+  /** Stamps a batch at drain: sequences are assigned here, never at append. */
+  stampAtDrain(batch: ProducerBatch): ProducerStamp | null {
+    if (batch.hasSequence) return null
+    const e = this.entry(batch.tp)
+    if (this.hasStaleProducerIdAndEpoch(batch.tp) && e.inflight.length === 0) {
+      e.startSequencesAtBeginning(this.producerIdAndEpoch, this.restamp)
+    }
+    const stamp: ProducerStamp = {
+      producerId: this.producerIdAndEpoch.producerId,
+      producerEpoch: this.producerIdAndEpoch.epoch,
+      baseSequence: e.nextSequence,
+      transactional: this.isTransactional,
+    }
+    e.nextSequence = incrementSequence(e.nextSequence, batch.recordCount)
+    return stamp
+  }
+
+  addInflight(batch: ProducerBatch): void { this.entry(batch.tp).addInflight(batch) }
+  removeInflight(batch: ProducerBatch): void { this.entry(batch.tp).removeInflight(batch) }
+
+  handleCompletedBatch(batch: ProducerBatch, baseOffset: bigint): void {
+    const e = this.entry(batch.tp)
+    if (batch.lastSequence > e.lastAckedSequence && sameProducer(e.producerIdAndEpoch, { producerId: batch.producerId, epoch: batch.producerEpoch })) {
+      e.lastAckedSequence = batch.lastSequence
+    }
+    if (baseOffset >= 0n) {
+      const last = baseOffset + BigInt(batch.recordCount - 1)
+      if (this.isTransactional || last > e.lastAckedOffset) e.lastAckedOffset = last
+    }
+    e.removeInflight(batch)
+  }
+
+  requestEpochBumpForPartition(tp: TopicPartition): void {
+    this.epochBumpRequired = true
+    this.partitionsToRewrite.add(tp.key)
+  }
+
+  /**
+   * The local epoch bump (KIP-360) for the idempotent producer: no request, the epoch goes up by one
+   * (at Short.MAX_VALUE the id is dropped and InitProducerId runs again) and the partitions that asked
+   * for it restart their in-flight batches from sequence 0.
+   */
+  bumpIdempotentEpochIfRequired(): boolean {
+    if (this.isTransactional || !this.epochBumpRequired) return false
+    if (this.producerIdAndEpoch.epoch >= EPOCH_MAX) {
+      this.producerIdAndEpoch = NO_PRODUCER_ID
+      this.state = 'UNINITIALIZED'
+    } else {
+      this.setProducerIdAndEpoch({ producerId: this.producerIdAndEpoch.producerId, epoch: this.producerIdAndEpoch.epoch + 1 })
+    }
+    for (const key of this.partitionsToRewrite) {
+      const e = this.partitions.get(key)
+      if (e && this.hasProducerId) e.startSequencesAtBeginning(this.producerIdAndEpoch, this.restamp)
+      this.unresolved.delete(key)
+    }
+    this.partitionsToRewrite.clear()
+    this.epochBumpRequired = false
+    return true
+  }
+
+  /** A batch whose outcome is unknown left for good (expired): hold the partition until in-flight settles. */
+  markSequenceUnresolved(batch: ProducerBatch): void {
+    const next = incrementSequence(batch.lastSequence, 1)
+    const cur = this.unresolved.get(batch.tp.key)
+    this.unresolved.set(batch.tp.key, cur === undefined ? next : Math.max(cur, next))
+  }
+
+  /**
+   * Once an unresolved partition has nothing in flight: if the last ack is right before the next
+   * sequence, the expired batches did land (resolved); otherwise bump the epoch (idempotent) or
+   * return an abortable error (transactional).
+   */
+  maybeResolveSequences(): Error | null {
+    let abortable: Error | null = null
+    for (const [key, _] of this.unresolved) {
+      const e = this.partitions.get(key)
+      if (!e || e.inflight.length > 0) continue
+      if (this.isNextSequence(e.tp, e.nextSequence)) {
+        this.unresolved.delete(key)
+        continue
+      }
+      if (this.isTransactional) {
+        this.epochBumpRequired = true
+        abortable = new Error(`the client has no acknowledgement for some records sent to ${e.tp.topic}-${e.tp.partition} and can no longer retry them; abort the transaction and continue`)
+      } else {
+        this.requestEpochBumpForPartition(e.tp)
+      }
+      this.unresolved.delete(key)
+    }
+    return abortable
+  }
+
+  /**
+   * Java's TransactionManager.canRetry for the sequence-related errors; returns null when the
+   * error is not one of those and the generic retriable flag decides.
+   */
+  canRetrySequenceError(errorName: string, batch: ProducerBatch, logStartOffset: bigint): boolean | null {
+    if (batch.producerId !== this.producerIdAndEpoch.producerId) return false
+    const tp = batch.tp
+    if (errorName === 'UNKNOWN_PRODUCER_ID') {
+      if (logStartOffset === -1n) return true
+      if (batch.sequenceHasBeenReset) return true
+      if (this.entry(tp).lastAckedOffset < logStartOffset) {
+        // The log head was deleted (retention) and with it the producer state: restart this partition.
+        if (this.isTransactional) this.entry(tp).startSequencesAtBeginning(this.producerIdAndEpoch, this.restamp)
+        else this.requestEpochBumpForPartition(tp)
+        return true
+      }
+      if (!this.isTransactional) { this.requestEpochBumpForPartition(tp); return true }
+      return false
+    }
+    if (errorName === 'OUT_OF_ORDER_SEQUENCE_NUMBER') {
+      if (!this.hasUnresolvedSequence(tp) && (batch.sequenceHasBeenReset || !this.isNextSequence(tp, batch.baseSequence))) {
+        // Not the batch right after the last ack: an earlier batch failed and this one will be retried after it.
+        return true
+      }
+      if (!this.isTransactional) {
+        if (!this.hasUnresolvedSequence(tp) || this.isNextSequenceForUnresolved(tp, batch.baseSequence)) this.requestEpochBumpForPartition(tp)
+        return true
+      }
+      return false
+    }
+    return null
+  }
+
+  /** Java's handleFailedBatch: the batch will not be retried. */
+  handleFailedBatch(batch: ProducerBatch, errorName: string | null, adjustSequenceNumbers: boolean): void {
+    this.removeInflight(batch)
+    if (this.state === 'FATAL_ERROR') return
+    if (errorName === 'OUT_OF_ORDER_SEQUENCE_NUMBER' && !this.isTransactional) {
+      this.requestEpochBumpForPartition(batch.tp)
+    } else if (errorName === 'UNKNOWN_PRODUCER_ID') {
+      this.partitions.delete(batch.tp.key)
+      this.unresolved.delete(batch.tp.key)
+    } else if (adjustSequenceNumbers && batch.hasSequence) {
+      if (!this.isTransactional) this.requestEpochBumpForPartition(batch.tp)
+      else this.entry(batch.tp).adjustSequencesDueToFailedBatch(batch, this.restamp)
+    }
+  }
+}

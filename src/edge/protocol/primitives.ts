@@ -1,0 +1,154 @@
+import { ProtocolError } from '../errors.js'
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder('utf-8', { fatal: true })
+
+/** Growable big-endian writer. Strings are measured with TextEncoder once per write. */
+export class Writer {
+  private buf: Uint8Array
+  private view: DataView
+  pos = 0
+
+  constructor(initial = 256) {
+    this.buf = new Uint8Array(initial)
+    this.view = new DataView(this.buf.buffer)
+  }
+
+  private ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return
+    let size = this.buf.length * 2
+    while (size < this.pos + n) size *= 2
+    const next = new Uint8Array(size)
+    next.set(this.buf.subarray(0, this.pos))
+    this.buf = next
+    this.view = new DataView(next.buffer)
+  }
+
+  int8(v: number): this { this.ensure(1); this.view.setInt8(this.pos, v); this.pos += 1; return this }
+  int16(v: number): this { this.ensure(2); this.view.setInt16(this.pos, v); this.pos += 2; return this }
+  uint16(v: number): this { this.ensure(2); this.view.setUint16(this.pos, v); this.pos += 2; return this }
+  int32(v: number): this { this.ensure(4); this.view.setInt32(this.pos, v); this.pos += 4; return this }
+  uint32(v: number): this { this.ensure(4); this.view.setUint32(this.pos, v); this.pos += 4; return this }
+  int64(v: bigint): this { this.ensure(8); this.view.setBigInt64(this.pos, v); this.pos += 8; return this }
+  float64(v: number): this { this.ensure(8); this.view.setFloat64(this.pos, v); this.pos += 8; return this }
+  bool(v: boolean): this { return this.int8(v ? 1 : 0) }
+
+  uvarint(v: number): this {
+    this.ensure(5)
+    v >>>= 0
+    while (v > 0x7f) { this.buf[this.pos++] = (v & 0x7f) | 0x80; v >>>= 7 }
+    this.buf[this.pos++] = v
+    return this
+  }
+
+  raw(bytes: Uint8Array): this { this.ensure(bytes.length); this.buf.set(bytes, this.pos); this.pos += bytes.length; return this }
+
+  /** Patches an int32 written earlier (frame sizes). */
+  setInt32At(at: number, v: number): void { this.view.setInt32(at, v) }
+
+  string(v: string | null, compact: boolean): this {
+    if (v === null) return compact ? this.uvarint(0) : this.int16(-1)
+    const bytes = encoder.encode(v)
+    if (compact) this.uvarint(bytes.length + 1)
+    else {
+      if (bytes.length > 0x7fff) throw new ProtocolError(`string of ${bytes.length} bytes exceeds the int16 length limit`)
+      this.int16(bytes.length)
+    }
+    return this.raw(bytes)
+  }
+
+  bytes(v: Uint8Array | null, compact: boolean): this {
+    if (v === null) return compact ? this.uvarint(0) : this.int32(-1)
+    if (compact) this.uvarint(v.length + 1)
+    else this.int32(v.length)
+    return this.raw(v)
+  }
+
+  finish(): Uint8Array { return this.buf.subarray(0, this.pos) }
+}
+
+/** Bounds-checked big-endian reader: every overrun is a ProtocolError, never a RangeError or garbage. */
+export class Reader {
+  private readonly view: DataView
+  pos: number
+
+  constructor(readonly buf: Uint8Array, start = 0, readonly end = buf.length) {
+    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength)
+    this.pos = start
+  }
+
+  get remaining(): number { return this.end - this.pos }
+
+  private need(n: number, what: string): void {
+    if (n < 0 || this.pos + n > this.end) {
+      throw new ProtocolError(`truncated ${what}: need ${n} bytes at offset ${this.pos}, ${this.end - this.pos} left`)
+    }
+  }
+
+  int8(): number { this.need(1, 'int8'); return this.view.getInt8(this.pos++) }
+  int16(): number { this.need(2, 'int16'); const v = this.view.getInt16(this.pos); this.pos += 2; return v }
+  uint16(): number { this.need(2, 'uint16'); const v = this.view.getUint16(this.pos); this.pos += 2; return v }
+  int32(): number { this.need(4, 'int32'); const v = this.view.getInt32(this.pos); this.pos += 4; return v }
+  uint32(): number { this.need(4, 'uint32'); const v = this.view.getUint32(this.pos); this.pos += 4; return v }
+  int64(): bigint { this.need(8, 'int64'); const v = this.view.getBigInt64(this.pos); this.pos += 8; return v }
+  float64(): number { this.need(8, 'float64'); const v = this.view.getFloat64(this.pos); this.pos += 8; return v }
+  bool(): boolean {
+    const v = this.int8()
+    if (v !== 0 && v !== 1) throw new ProtocolError(`invalid boolean byte ${v} at offset ${this.pos - 1}`)
+    return v === 1
+  }
+
+  uvarint(): number {
+    let result = 0
+    for (let shift = 0; shift < 35; shift += 7) {
+      this.need(1, 'varint')
+      const b = this.buf[this.pos++]!
+      result += (b & 0x7f) * 2 ** shift
+      if ((b & 0x80) === 0) {
+        if (result > 0xffffffff) throw new ProtocolError(`unsigned varint ${result} exceeds 32 bits`)
+        return result
+      }
+    }
+    throw new ProtocolError(`unsigned varint longer than 5 bytes at offset ${this.pos}`)
+  }
+
+  raw(n: number, what = 'bytes'): Uint8Array {
+    this.need(n, what)
+    const out = this.buf.subarray(this.pos, this.pos + n)
+    this.pos += n
+    return out
+  }
+
+  private length(compact: boolean, what: string): number {
+    if (compact) return this.uvarint() - 1
+    return what === 'string' ? this.int16() : this.int32()
+  }
+
+  string(compact: boolean): string | null {
+    const n = this.length(compact, 'string')
+    if (n < -1) throw new ProtocolError(`invalid string length ${n}`)
+    if (n === -1) return null
+    try {
+      return decoder.decode(this.raw(n, 'string'))
+    } catch (e) {
+      if (e instanceof ProtocolError) throw e
+      throw new ProtocolError('string is not valid UTF-8', { cause: e })
+    }
+  }
+
+  bytes(compact: boolean): Uint8Array | null {
+    const n = this.length(compact, 'bytes')
+    if (n < -1) throw new ProtocolError(`invalid bytes length ${n}`)
+    return n === -1 ? null : this.raw(n, 'bytes')
+  }
+
+  /** Array length; the element count is checked against the bytes left so a forged count cannot make us allocate. */
+  arrayLength(compact: boolean, minElementBytes: number): number {
+    const n = compact ? this.uvarint() - 1 : this.int32()
+    if (n < -1) throw new ProtocolError(`invalid array length ${n}`)
+    if (n > 0 && n * minElementBytes > this.remaining) {
+      throw new ProtocolError(`array of ${n} elements cannot fit in the ${this.remaining} bytes left`)
+    }
+    return n
+  }
+}

@@ -1,0 +1,534 @@
+// The only code that touches the WebAssembly core's memory. Records go into WASM memory once
+// (staging), are encoded into their batch's region by WASM, and the finished batch comes out once.
+
+import { UnsupportedCompressionError, WasmCoreError } from './errors.js'
+
+export { UnsupportedCompressionError, WasmCoreError } from './errors.js'
+
+export type CompressionType = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd'
+
+export interface RecordHeader {
+  key: string
+  value: Uint8Array | null
+}
+
+export interface RecordInput {
+  key: Uint8Array | null
+  value: Uint8Array | null
+  headers?: readonly RecordHeader[]
+  /** Milliseconds since the epoch; an integer. */
+  timestamp: number
+}
+
+export interface ProducerStamp {
+  producerId: bigint
+  producerEpoch: number
+  baseSequence: number
+  transactional: boolean
+}
+
+export const NO_PRODUCER: ProducerStamp = Object.freeze({
+  producerId: -1n,
+  producerEpoch: -1,
+  baseSequence: -1,
+  transactional: false,
+})
+
+export const RECORD_BATCH_HEADER_SIZE = 61
+
+/** Kafka's codec ids (attribute bits 0-2). */
+export const COMPRESSION_CODEC: Readonly<Record<CompressionType, number>> = Object.freeze({
+  none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4,
+})
+
+const TRANSACTIONAL_BIT = 0x10
+/** assembly/codecs/index.ts LEVEL_DEFAULT: the codec picks its default level. */
+const LEVEL_DEFAULT = -0x80000000
+/** assembly/batch.ts status codes. */
+const ERR_OUT_OF_MEMORY = -1
+const ERR_CODEC_NOT_BUILT = -2
+/** Core.crc32c feeds JS bytes through staging in chunks this size, so staging never grows for it. */
+const CRC_CHUNK = 64 << 10
+/** Header keys up to this many UTF-16 units are tried as ASCII first, skipping a subarray + encodeInto. */
+const ASCII_FAST_PATH = 64
+
+interface CoreExports {
+  memory: WebAssembly.Memory
+  crc32c(ptr: number, len: number, crc: number): number
+  stagingReserve(size: number): number
+  stagingTrim(): void
+  batchOpen(capacity: number): number
+  batchAppend(h: number, timestampDelta: number, offsetDelta: number, keyLen: number, valueLen: number, headerCount: number): number
+  batchFinish(
+    h: number, codec: number, level: number, attributes: number, recordCount: number,
+    baseTimestamp: number, maxTimestamp: number,
+    producerIdHigh: number, producerIdLow: number, producerEpoch: number, baseSequence: number,
+  ): number
+  batchData(h: number): number
+  batchFree(h: number): void
+  codecSupported(codec: number): number
+}
+
+const utf8 = new TextEncoder()
+
+export class Core {
+  /** @internal Raw exports, for benchmarks and tests of the module itself. */
+  readonly exports: CoreExports
+  private u8: Uint8Array
+  private dv: DataView
+
+  /** @internal Use loadCore(). */
+  constructor(exports: CoreExports) {
+    this.exports = exports
+    this.u8 = new Uint8Array(exports.memory.buffer)
+    this.dv = new DataView(exports.memory.buffer)
+  }
+
+  /** @internal Current view of WASM memory (memory.grow detaches the old buffer: its views read length 0). */
+  bytes(): Uint8Array {
+    if (this.u8.byteLength === 0) this.refresh()
+    return this.u8
+  }
+
+  private refresh(): void {
+    this.u8 = new Uint8Array(this.exports.memory.buffer)
+    this.dv = new DataView(this.exports.memory.buffer)
+  }
+
+  /** CRC-32C of `bytes`; pass a previous result as `init` to continue it over more bytes. */
+  crc32c(bytes: Uint8Array, init = 0): number {
+    let crc = init | 0
+    let off = 0
+    do {
+      const n = Math.min(CRC_CHUNK, bytes.length - off)
+      const at = this.staging(n)
+      this.u8.set(bytes.subarray(off, off + n), at)
+      crc = this.exports.crc32c(at, n, crc)
+      off += n
+    } while (off < bytes.length)
+    return crc >>> 0
+  }
+
+  /** Whether this module was built with `compression`. */
+  supportsCompression(compression: CompressionType): boolean {
+    const codec = COMPRESSION_CODEC[compression]
+    return codec !== undefined && this.exports.codecSupported(codec) !== 0
+  }
+
+  openBatch(opts: { compression: CompressionType; level?: number; initialCapacity?: number }): OpenBatch {
+    const codec = COMPRESSION_CODEC[opts.compression]
+    if (codec === undefined) throw new WasmCoreError(`unknown compression type '${String(opts.compression)}'`)
+    if (!this.supportsCompression(opts.compression)) throw new UnsupportedCompressionError(opts.compression)
+    const capacity = Math.max(0, Math.min(opts.initialCapacity ?? 16384, 0x40000000))
+    const handle = this.call(() => this.exports.batchOpen(capacity)) >>> 0
+    if (handle === 0) throw outOfMemory(capacity)
+    return new OpenBatch(this, handle, codec, opts.level ?? LEVEL_DEFAULT)
+  }
+
+  /** Exact encoded size of one record inside a batch. */
+  recordSize(record: RecordInput, offsetDelta: number, timestampDelta: number): number {
+    return recordSize(record, offsetDelta, timestampDelta)
+  }
+
+  /** Size of the module's linear memory (it grows, it never shrinks). */
+  memoryBytes(): number {
+    return this.exports.memory.buffer.byteLength
+  }
+
+  /** @internal Staging pointer with room for `size` bytes; refreshes the views if memory grew. */
+  staging(size: number): number {
+    const at = this.exports.stagingReserve(size) >>> 0
+    if (at === 0) throw outOfMemory(size)
+    if (this.u8.byteLength === 0) this.refresh()
+    return at
+  }
+
+  /**
+   * @internal Writes a record's key, value and headers into staging, in the layout batchAppend
+   * reads (assembly/batch.ts). Returns the header count.
+   */
+  stage(record: RecordInput): number {
+    const key = record.key
+    const value = record.value
+    const headers = record.headers
+    const keyBytes = key === null ? 0 : key.length
+    const valueBytes = value === null ? 0 : value.length
+    let size = keyBytes + valueBytes
+    const headerCount = headers === undefined ? 0 : headers.length
+    for (let i = 0; i < headerCount; i++) {
+      const h = headers![i]!
+      // UTF-8 needs at most 3 bytes per UTF-16 unit.
+      size += 8 + 3 * h.key.length + (h.value === null ? 0 : h.value.length)
+    }
+    const at = this.staging(size)
+    const u8 = this.u8
+    if (keyBytes > 0) copyIn(u8, key!, at)
+    if (valueBytes > 0) copyIn(u8, value!, at + keyBytes)
+    if (headerCount > 0) {
+      const dv = this.dv
+      let p = at + keyBytes + valueBytes
+      for (let i = 0; i < headerCount; i++) {
+        const h = headers![i]!
+        const n = writeUtf8(u8, h.key, p + 4)
+        dv.setInt32(p, n, true)
+        p += 4 + n
+        const v = h.value
+        if (v === null) {
+          dv.setInt32(p, -1, true)
+          p += 4
+        } else {
+          dv.setInt32(p, v.length, true)
+          if (v.length > 0) copyIn(u8, v, p + 4)
+          p += 4 + v.length
+        }
+      }
+    }
+    return headerCount
+  }
+
+  /** @internal Runs a WASM call, turning a trap into a typed error. */
+  call<T>(fn: () => T): T {
+    try {
+      return fn()
+    } catch (err) {
+      throw typedTrap(err)
+    }
+  }
+}
+
+export class OpenBatch {
+  private count = 0
+  private size = RECORD_BATCH_HEADER_SIZE
+  private firstTs = 0
+  private maxTs = 0
+  private handle: number
+  private readonly core: Core
+  private readonly codec: number
+  private readonly level: number
+
+  /** @internal Use Core.openBatch(). */
+  constructor(core: Core, handle: number, codec: number, level: number) {
+    this.core = core
+    this.handle = handle
+    this.codec = codec
+    this.level = level
+  }
+
+  get recordCount(): number { return this.count }
+  /** Header plus records section so far, before compression. */
+  get uncompressedBytes(): number { return this.size }
+  /** The first record's timestamp (0 while empty). */
+  get firstTimestamp(): number { return this.firstTs }
+
+  /** Appends unconditionally; check estimatedSizeWith() first to respect a size limit. */
+  append(record: RecordInput): void {
+    const handle = this.live()
+    const core = this.core
+    const ts = record.timestamp
+    const headerCount = core.stage(record)
+    const first = this.count === 0 ? ts : this.firstTs
+    const key = record.key
+    const value = record.value
+    let size: number
+    try {
+      size = core.exports.batchAppend(
+        handle, ts - first, this.count, key === null ? -1 : key.length, value === null ? -1 : value.length, headerCount,
+      )
+    } catch (err) {
+      throw typedTrap(err)
+    }
+    if (size === ERR_OUT_OF_MEMORY) throw outOfMemory(this.size)
+    if (this.count === 0) {
+      this.firstTs = ts
+      this.maxTs = ts
+    } else if (ts > this.maxTs) {
+      this.maxTs = ts
+    }
+    this.count++
+    this.size = size
+  }
+
+  /** Uncompressed batch size (header included) if `record` were appended next. */
+  estimatedSizeWith(record: RecordInput): number {
+    const delta = this.count === 0 ? 0 : record.timestamp - this.firstTs
+    return this.size + recordSize(record, this.count, delta)
+  }
+
+  /** Completes the batch (header, compression, CRC) and returns its bytes; the batch is closed after. */
+  finish(stamp: ProducerStamp): Uint8Array {
+    const handle = this.live()
+    if (this.count === 0) throw new WasmCoreError('cannot finish a batch with no records')
+    const core = this.core
+    const pid = stamp.producerId
+    const length = core.call(() => core.exports.batchFinish(
+      handle, this.codec, this.level, stamp.transactional ? TRANSACTIONAL_BIT : 0, this.count,
+      this.firstTs, this.maxTs,
+      Number(BigInt.asIntN(32, pid >> 32n)), Number(BigInt.asIntN(32, pid)),
+      stamp.producerEpoch, stamp.baseSequence,
+    ))
+    if (length < 0) {
+      this.discard()
+      if (length === ERR_CODEC_NOT_BUILT) throw new UnsupportedCompressionError(codecName(this.codec))
+      if (length === ERR_OUT_OF_MEMORY) throw outOfMemory(this.size)
+      throw new WasmCoreError(`compression (${codecName(this.codec)}) failed with status ${length}`)
+    }
+    const at = core.exports.batchData(handle) >>> 0
+    const out = core.bytes().slice(at, at + length)
+    this.discard()
+    return out
+  }
+
+  /** Frees the batch without producing bytes. Idempotent. */
+  discard(): void {
+    if (this.handle === 0) return
+    this.core.exports.batchFree(this.handle)
+    this.handle = 0
+    // A single huge record may have grown staging far beyond its usual size; give it back.
+    this.core.exports.stagingTrim()
+  }
+
+  private live(): number {
+    if (this.handle === 0) throw new WasmCoreError('batch already finished or discarded')
+    return this.handle
+  }
+}
+
+/**
+ * Rewrites producer id, epoch, base sequence and the transactional bit of a finished batch in
+ * place, and recomputes its CRC (used when an epoch bump forces resequencing).
+ */
+export function restamp(core: Core, batch: Uint8Array, stamp: ProducerStamp): void {
+  if (batch.length < RECORD_BATCH_HEADER_SIZE) throw new WasmCoreError(`not a record batch: ${batch.length} bytes`)
+  const dv = new DataView(batch.buffer, batch.byteOffset, batch.byteLength)
+  const attributes = dv.getInt16(21)
+  dv.setInt16(21, stamp.transactional ? attributes | TRANSACTIONAL_BIT : attributes & ~TRANSACTIONAL_BIT)
+  dv.setBigInt64(43, stamp.producerId)
+  dv.setInt16(51, stamp.producerEpoch)
+  dv.setInt32(53, stamp.baseSequence)
+  dv.setUint32(17, core.crc32c(batch.subarray(21)))
+}
+
+export interface BatchHeader {
+  baseOffset: bigint
+  batchLength: number
+  partitionLeaderEpoch: number
+  magic: number
+  /** Unsigned. */
+  crc: number
+  attributes: number
+  lastOffsetDelta: number
+  baseTimestamp: number
+  maxTimestamp: number
+  producerId: bigint
+  producerEpoch: number
+  baseSequence: number
+  recordCount: number
+}
+
+/** Parses the 61-byte RecordBatch v2 header (no CRC check). */
+export function batchHeader(bytes: Uint8Array): BatchHeader {
+  if (bytes.length < RECORD_BATCH_HEADER_SIZE) throw new WasmCoreError(`not a record batch: ${bytes.length} bytes`)
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  return {
+    baseOffset: dv.getBigInt64(0),
+    batchLength: dv.getInt32(8),
+    partitionLeaderEpoch: dv.getInt32(12),
+    magic: dv.getInt8(16),
+    crc: dv.getUint32(17),
+    attributes: dv.getInt16(21),
+    lastOffsetDelta: dv.getInt32(23),
+    baseTimestamp: Number(dv.getBigInt64(27)),
+    maxTimestamp: Number(dv.getBigInt64(35)),
+    producerId: dv.getBigInt64(43),
+    producerEpoch: dv.getInt16(51),
+    baseSequence: dv.getInt32(53),
+    recordCount: dv.getInt32(57),
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sizes (must match assembly/batch.ts batchAppend byte for byte; the tests check it).
+
+function uvarintSize(v: number): number {
+  return v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x200000 ? 3 : v < 0x10000000 ? 4 : 5
+}
+
+function varintSize(n: number): number {
+  return uvarintSize(((n << 1) ^ (n >> 31)) >>> 0)
+}
+
+/** Zigzag varlong size of an integer up to 2^53 in magnitude. */
+function varlongSize(n: number): number {
+  if (n >= -0x40000000 && n < 0x40000000) return varintSize(n)
+  let zz = n >= 0 ? n * 2 : -n * 2 - 1
+  let size = 1
+  while (zz >= 0x80) {
+    zz = Math.floor(zz / 0x80)
+    size++
+  }
+  return size
+}
+
+export function recordSize(record: RecordInput, offsetDelta: number, timestampDelta: number): number {
+  const key = record.key
+  const value = record.value
+  let body = 1 + varlongSize(timestampDelta) + varintSize(offsetDelta)
+    + (key === null ? 1 : varintSize(key.length) + key.length)
+    + (value === null ? 1 : varintSize(value.length) + value.length)
+  const headers = record.headers
+  const headerCount = headers === undefined ? 0 : headers.length
+  body += varintSize(headerCount)
+  for (let i = 0; i < headerCount; i++) {
+    const h = headers![i]!
+    const k = utf8Length(h.key)
+    body += varintSize(k) + k + (h.value === null ? 1 : varintSize(h.value.length) + h.value.length)
+  }
+  return varintSize(body) + body
+}
+
+/** UTF-8 length as TextEncoder produces it (a lone surrogate becomes U+FFFD, 3 bytes). */
+function utf8Length(s: string): number {
+  let n = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) n += 1
+    else if (c < 0x800) n += 2
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4
+      i++
+    } else n += 3
+  }
+  return n
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** Copies src into WASM memory; a byte loop beats TypedArray.set's call overhead for short inputs. */
+function copyIn(u8: Uint8Array, src: Uint8Array, at: number): void {
+  const n = src.length
+  if (n <= 16) {
+    for (let i = 0; i < n; i++) u8[at + i] = src[i]!
+  } else {
+    u8.set(src, at)
+  }
+}
+
+function writeUtf8(u8: Uint8Array, s: string, at: number): number {
+  const n = s.length
+  if (n <= ASCII_FAST_PATH) {
+    let i = 0
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i)
+      if (c >= 0x80) break
+      u8[at + i] = c
+    }
+    if (i === n) return n
+  }
+  return utf8.encodeInto(s, u8.subarray(at, at + 3 * n)).written
+}
+
+function codecName(codec: number): CompressionType {
+  return (Object.keys(COMPRESSION_CODEC) as CompressionType[]).find((k) => COMPRESSION_CODEC[k] === codec) ?? 'none'
+}
+
+function typedTrap(err: unknown): unknown {
+  return err instanceof WebAssembly.RuntimeError
+    ? new WasmCoreError(`WebAssembly core trapped: ${err.message}`, { cause: err })
+    : err
+}
+
+function outOfMemory(bytes: number): WasmCoreError {
+  return new WasmCoreError(`WebAssembly memory exhausted (needed ${bytes} more bytes); finish or discard open batches`)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+type CoreSource = WebAssembly.Module | BufferSource | Promise<Response> | Response
+
+let embedded: Promise<Core> | undefined
+const loaded = new WeakMap<object, Promise<Core>>()
+
+/**
+ * Instantiates the core. Without a source it uses the module embedded as base64 (browsers, Node,
+ * Deno, Bun); workerd forbids compiling bytes at runtime, so there pass the WebAssembly.Module the
+ * bundler imports from `kafka-edge/core.wasm`. Results are cached per source.
+ */
+export function loadCore(source?: CoreSource): Promise<Core> {
+  if (source === undefined) {
+    embedded ??= instantiate(import('./core.generated.js').then((m) => base64Bytes(m.CORE_WASM_BASE64)))
+    embedded.catch(() => { embedded = undefined })
+    return embedded
+  }
+  let core = loaded.get(source)
+  if (core === undefined) {
+    core = instantiate(source)
+    loaded.set(source, core)
+    core.catch(() => loaded.delete(source))
+  }
+  return core
+}
+
+async function instantiate(source: CoreSource | Promise<Uint8Array>): Promise<Core> {
+  let memory: WebAssembly.Memory | undefined
+  const imports = {
+    env: {
+      abort(message: number, file: number, line: number, column: number): never {
+        const text = memory ? `${readAscString(memory, message)} at ${readAscString(memory, file)}:${line}:${column}` : 'abort'
+        throw new WasmCoreError(`WebAssembly core aborted: ${text}`)
+      },
+      seed: () => Date.now(),
+      trace: () => {},
+    },
+  }
+  try {
+    let instance: WebAssembly.Instance
+    if (source instanceof WebAssembly.Module) {
+      instance = await WebAssembly.instantiate(source, imports)
+    } else {
+      const resolved = await source
+      if (isResponse(resolved)) {
+        instance = await instantiateResponse(resolved, imports)
+      } else {
+        instance = (await WebAssembly.instantiate(resolved as BufferSource, imports)).instance
+      }
+    }
+    const exports = instance.exports as unknown as CoreExports
+    memory = exports.memory
+    return new Core(exports)
+  } catch (err) {
+    if (err instanceof WasmCoreError) throw err
+    throw new WasmCoreError(`could not load the kafka-edge WebAssembly core: ${(err as Error)?.message ?? err}`, { cause: err })
+  }
+}
+
+function isResponse(x: unknown): x is Response {
+  return typeof x === 'object' && x !== null && typeof (x as Response).arrayBuffer === 'function' && 'headers' in x
+}
+
+async function instantiateResponse(response: Response, imports: WebAssembly.Imports): Promise<WebAssembly.Instance> {
+  if (!response.ok) throw new WasmCoreError(`fetching the WebAssembly core failed: HTTP ${response.status}`)
+  // Streaming compiles while downloading but requires the application/wasm content type.
+  if (typeof WebAssembly.instantiateStreaming === 'function' && response.headers.get('content-type')?.startsWith('application/wasm')) {
+    return (await WebAssembly.instantiateStreaming(response, imports)).instance
+  }
+  return (await WebAssembly.instantiate(await response.arrayBuffer(), imports)).instance
+}
+
+function base64Bytes(b64: string): Uint8Array {
+  const bin = atob(b64)
+  const out = new Uint8Array(bin.length)
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i)
+  return out
+}
+
+/** AssemblyScript strings: UTF-16LE, byte length in the u32 before the pointer. */
+function readAscString(memory: WebAssembly.Memory, ptr: number): string {
+  if (ptr === 0) return ''
+  const bytes = new Uint8Array(memory.buffer)
+  const at = ptr >>> 0
+  const len = new DataView(memory.buffer).getUint32(at - 4, true)
+  let s = ''
+  for (let i = 0; i + 1 < len; i += 2) s += String.fromCharCode(bytes[at + i]! | (bytes[at + i + 1]! << 8))
+  return s
+}
