@@ -23,8 +23,13 @@ export default async function setup(): Promise<() => Promise<void>> {
     const r = spawnSync(process.execPath, [KAFKA_MJS, 'down', '--owner', runId], { encoding: 'utf8', timeout: 120_000 })
     if (r.status !== 0) console.error(`kafka.mjs down --owner ${runId} failed (${r.status}): ${r.stderr}`)
   }
-  // last resort if the run dies without calling the teardown (e.g. an uncaught error in the runner)
+  // last resort if the run dies without calling the teardown (an uncaught error, Ctrl-C, a CI timeout).
+  // A run killed with SIGKILL leaves its clusters behind; the next run that uses them stops them
+  // when it ends (kafka.mjs stops a run-created cluster once no live run uses it).
   process.once('exit', stop)
+  for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+    process.once(sig, () => { stop(); process.exit(code) })
+  }
   return async () => {
     stop()
   }
