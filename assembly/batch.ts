@@ -43,16 +43,23 @@ export function stagingReserve(size: i32): usize {
   return staging
 }
 
-/** Shrinks staging back to its default size after an unusually large record. */
-export function stagingTrim(): void {
-  if (stagingCap > STAGING_DEFAULT * 4) {
-    heap.free(staging)
-    staging = 0
-    stagingCap = 0
-  }
+/** Current staging capacity, so JS can skip stagingReserve while a record fits. */
+export function stagingCapacity(): i32 {
+  return stagingCap
 }
 
-// heap.alloc traps when memory.grow fails; probe with memory.grow first so JS gets a status code.
+/** Frees staging after an unusually large record grew it; returns whether it did. */
+export function stagingTrim(): bool {
+  if (stagingCap <= STAGING_DEFAULT * 4) return false
+  heap.free(staging)
+  staging = 0
+  stagingCap = 0
+  return true
+}
+
+// heap.alloc traps when memory cannot grow. Refusing what cannot fit under the wasm32 limit turns
+// the common case (an oversized request) into a status code; an engine that caps memory lower
+// still traps, which core.ts reports as WasmCoreError.
 function tryAlloc(size: i32): usize {
   if (!canGrowFor(size)) return 0
   return heap.alloc(<usize>size)
@@ -60,8 +67,7 @@ function tryAlloc(size: i32): usize {
 
 function canGrowFor(size: i32): bool {
   if (size < 0) return false
-  // TLSF grows memory by at least the block size plus bookkeeping; check that many pages are
-  // still available under the 4 GiB (65536 page) wasm32 limit.
+  // TLSF grows memory by the block size plus bookkeeping (< 64 KiB).
   const pagesNeeded = ((size + (64 << 10)) >>> 16) + 1
   return memory.size() + pagesNeeded <= 65536
 }

@@ -507,7 +507,7 @@ function longestMatch(src: usize, p: usize, pKey: u32, cand: u32, best: usize, m
   const first = load<u16>(p)
   while (cand >= limitKey && cand < pKey) {
     const c = src + <usize>(cand - base)
-    if (load<u8>(c + best) == load<u8>(p + best) && load<u16>(c) == first) {
+    if (load<u16>(c + best - 1) == load<u16>(p + best - 1) && load<u16>(c) == first) {
       const l = commonPrefix(p, c, maxLen)
       if (l > best) {
         best = l
@@ -578,9 +578,23 @@ export function deflateRaw(level: i32, src: usize, srcLen: i32, dst: usize, dstC
   covered = src
 
   let p = src
+  // Incompressible stretches: after `skipStart` literals in a row (levels 1-6), emit the
+  // following literals in growing runs without hashing them (as lz4 / snappy do); a match
+  // resets the run. Levels 7-9 search every position like zlib.
+  const skipStart: usize = level <= 3 ? 32 : level <= 6 ? 128 : 0x7fffffff
+  const skipShift: usize = level <= 3 ? 4 : 5
+  let misses: usize = 0
   if (level <= 3) {
     // greedy
     while (p < end) {
+      if (misses > skipStart) {
+        const run = min<usize>(min<usize>(1 + ((misses - skipStart) >> skipShift), end - p), <usize>(SYM_MAX - symCount))
+        for (let k: usize = 0; k < run; k++) emitLit(<u32>load<u8>(p + k))
+        p += run
+        misses += run
+        if (symCount >= SYM_MAX && !flushBlock(false, oend)) return E_DST_TOO_SMALL
+        if (p >= end) break
+      }
       let len: usize = 0
       const avail = end - p
       if (avail >= 4) {
@@ -590,6 +604,7 @@ export function deflateRaw(level: i32, src: usize, srcLen: i32, dst: usize, dstC
         if (len == 3 && matchDist > <u32>TOO_FAR) len = 0
       }
       if (len >= 3) {
+        misses = 0
         emitMatch(<u32>len, matchDist)
         if (len <= lazy) {
           const stop = p + len
@@ -604,6 +619,7 @@ export function deflateRaw(level: i32, src: usize, srcLen: i32, dst: usize, dstC
       } else {
         emitLit(<u32>load<u8>(p))
         p++
+        misses++
       }
       if (symCount >= SYM_MAX && !flushBlock(false, oend)) return E_DST_TOO_SMALL
     }
@@ -613,6 +629,18 @@ export function deflateRaw(level: i32, src: usize, srcLen: i32, dst: usize, dstC
     let prevDist: u32 = 0
     let havePrev = false
     while (p < end) {
+      if (havePrev && prevLen < 3 && misses > skipStart) {
+        // pending literal at p - 1, then a run of literals that are not hashed
+        const run = min<usize>(min<usize>(1 + ((misses - skipStart) >> skipShift), end - p), <usize>(SYM_MAX - 1 - symCount))
+        emitLit(<u32>load<u8>(p - 1))
+        for (let k: usize = 0; k < run; k++) emitLit(<u32>load<u8>(p + k))
+        p += run
+        misses += run + 1
+        havePrev = false
+        prevLen = 0
+        if (symCount >= SYM_MAX && !flushBlock(false, oend)) return E_DST_TOO_SMALL
+        if (p >= end) break
+      }
       let curLen: usize = 0
       let curDist: u32 = 0
       const avail = end - p
@@ -628,6 +656,7 @@ export function deflateRaw(level: i32, src: usize, srcLen: i32, dst: usize, dstC
       }
       if (havePrev && prevLen >= 3 && curLen <= prevLen) {
         emitMatch(<u32>prevLen, prevDist)
+        misses = 0
         const stop = p - 1 + prevLen
         let q = p + 1
         const qEnd = min<usize>(stop, end - 3)
@@ -640,6 +669,7 @@ export function deflateRaw(level: i32, src: usize, srcLen: i32, dst: usize, dstC
         prevLen = 0
       } else if (havePrev) {
         emitLit(<u32>load<u8>(p - 1))
+        misses++
         prevLen = curLen
         prevDist = curDist
         p++
@@ -931,4 +961,9 @@ export function inflateRaw(src: usize, srcLen: usize, dst: usize, dstCap: usize)
   if (!alignInput()) return E_TRUNCATED
   inflateEnd = rin
   return <i32>(op - dst)
+}
+
+/** Test hook: moves the hash-table epoch (to exercise its wrap-around). Not in the product exports. */
+export function deflateSetEpochForTest(e: u32): void {
+  dEpoch = e
 }

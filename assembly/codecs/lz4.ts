@@ -3,8 +3,8 @@
 // We write FLG = version 01 + block independence (0x60), BD = 64 KiB blocks (0x40), no block /
 // content checksums, no content size; HC = (xxh32(FLG..BD, 0) >> 8) & 0xFF (without the magic).
 // Levels follow Kafka's compression.lz4.level (1..17, default 9): like Java, the default level
-// uses the fast compressor; other levels use hash chains (search depth grows with the level)
-// with one-step lazy matching. Levels 1 and 2 use the fast compressor too.
+// uses the fast compressor; every other level uses hash chains (search depth grows with the
+// level, as in lz4hc) with one-step lazy matching.
 // The reader accepts any LZ4 frame: block / content checksums (verified), content size
 // (verified), linked blocks, skippable frames, concatenated frames; dictionary ids are refused.
 
@@ -224,10 +224,19 @@ function compressBlockHC(src: usize, bs: usize, be: usize, op: usize, oend: usiz
         continue
       }
       let ref = hcMatchRef
+      // lazy evaluation: prefer a longer match starting one (or, if clearly longer, two) bytes later
       while (ip + 1 <= mflimit) {
-        const ml2 = hcFindLongest(src, ip + 1, matchlimit, base, minKey, attempts)
-        if (ml2 <= ml) break
-        ip++
+        const ml1 = hcFindLongest(src, ip + 1, matchlimit, base, minKey, attempts)
+        if (ml1 > ml) {
+          ip++
+          ml = ml1
+          ref = hcMatchRef
+          continue
+        }
+        if (ip + 2 > mflimit) break
+        const ml2 = hcFindLongest(src, ip + 2, matchlimit, base, minKey, attempts)
+        if (ml2 <= ml + 1) break
+        ip += 2
         ml = ml2
         ref = hcMatchRef
       }
@@ -245,8 +254,10 @@ export function lz4CompressInto(level: i32, src: usize, srcLen: i32, dst: usize,
   if (srcLen < 0 || dstCap < 11) return E_DST_TOO_SMALL
   if (level <= 0) level = LZ4_DEFAULT_LEVEL
   if (level > 17) level = 17
-  const hc = level != LZ4_DEFAULT_LEVEL && level >= 3
-  const attempts: i32 = 1 << min(level - 1, 12)
+  // Like Kafka's Lz4BlockOutputStream: the default level uses the fast compressor, every other
+  // level the high-compression one (search depth 2 for levels 1-2, 2^(level-1) from level 3).
+  const hc = level != LZ4_DEFAULT_LEVEL
+  const attempts: i32 = level <= 2 ? 2 : 1 << min(level - 1, 12)
 
   store<u32>(dst, MAGIC)
   store<u8>(dst, 0x60, 4) // version 01, block independence
@@ -467,4 +478,9 @@ export function lz4DecompressedSizeHint(src: usize, srcLen: i32): i32 {
     if (total > 0x7fffffff) return -1
   }
   return <i32>total
+}
+
+/** Test hook: moves the hash-table epoch (to exercise its wrap-around). Not in the product exports. */
+export function lz4SetEpochForTest(e: u32): void {
+  epoch = e
 }

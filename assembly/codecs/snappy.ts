@@ -108,38 +108,48 @@ function compressFragment(fs: usize, fe: usize, op: usize, oend: usize): usize {
     const ipLimit = fe - INPUT_MARGIN
     let ip = fs + 1
     let nextHash = hash(ip, shift)
-    outer: while (true) {
+    while (true) {
       let skip: u32 = 32
       let nextIp = ip
-      let cand: usize
-      do {
+      let cand: usize = 0
+      let found = false
+      while (true) {
         ip = nextIp
         const h = nextHash
         const between = <usize>(skip >> 5)
         skip += <u32>between
         nextIp = ip + between
-        if (nextIp > ipLimit) break outer
+        if (nextIp > ipLimit) break
         nextHash = hash(nextIp, shift)
         const slot = TABLE + (h << 1)
         cand = fs + <usize>load<u16>(slot)
         store<u16>(slot, <u16>(ip - fs))
-      } while (load<u32>(ip) != load<u32>(cand))
+        if (load<u32>(ip) == load<u32>(cand)) {
+          found = true
+          break
+        }
+      }
+      if (!found) break
       op = emitLiteral(op, oend, nextEmit, ip - nextEmit, true)
       if (op == 0) return 0
-      let h: usize
-      do {
+      let done = false
+      while (true) {
         const matched = 4 + commonPrefix(ip + 4, cand + 4, fe - ip - 4)
         op = emitCopy(op, oend, ip - cand, matched)
         if (op == 0) return 0
         ip += matched
         nextEmit = ip
-        if (ip >= ipLimit) break outer
+        if (ip >= ipLimit) {
+          done = true
+          break
+        }
         store<u16>(TABLE + (hash(ip - 1, shift) << 1), <u16>(ip - 1 - fs))
-        h = hash(ip, shift)
-        const slot = TABLE + (h << 1)
+        const slot = TABLE + (hash(ip, shift) << 1)
         cand = fs + <usize>load<u16>(slot)
         store<u16>(slot, <u16>(ip - fs))
-      } while (load<u32>(ip) == load<u32>(cand))
+        if (load<u32>(ip) != load<u32>(cand)) break
+      }
+      if (done) break
       ip++
       nextHash = hash(ip, shift)
     }

@@ -56,7 +56,8 @@ interface CoreExports {
   memory: WebAssembly.Memory
   crc32c(ptr: number, len: number, crc: number): number
   stagingReserve(size: number): number
-  stagingTrim(): void
+  stagingCapacity(): number
+  stagingTrim(): number
   batchOpen(capacity: number): number
   batchAppend(h: number, timestampDelta: number, offsetDelta: number, keyLen: number, valueLen: number, headerCount: number): number
   batchFinish(
@@ -76,6 +77,9 @@ export class Core {
   readonly exports: CoreExports
   private u8: Uint8Array
   private dv: DataView
+  // Cached staging location: saves a JS -> WASM call per record while records fit.
+  private stagingAt = 0
+  private stagingCap = 0
 
   /** @internal Use loadCore(). */
   constructor(exports: CoreExports) {
@@ -137,10 +141,19 @@ export class Core {
 
   /** @internal Staging pointer with room for `size` bytes; refreshes the views if memory grew. */
   staging(size: number): number {
-    const at = this.exports.stagingReserve(size) >>> 0
-    if (at === 0) throw outOfMemory(size)
+    if (size > this.stagingCap) {
+      const at = this.exports.stagingReserve(size) >>> 0
+      if (at === 0) throw outOfMemory(size)
+      this.stagingAt = at
+      this.stagingCap = this.exports.stagingCapacity()
+    }
     if (this.u8.byteLength === 0) this.refresh()
-    return at
+    return this.stagingAt
+  }
+
+  /** @internal Gives back staging grown by a huge record. */
+  trimStaging(): void {
+    if (this.exports.stagingTrim()) this.stagingCap = 0
   }
 
   /**
@@ -284,7 +297,7 @@ export class OpenBatch {
     this.core.exports.batchFree(this.handle)
     this.handle = 0
     // A single huge record may have grown staging far beyond its usual size; give it back.
-    this.core.exports.stagingTrim()
+    this.core.trimStaging()
   }
 
   private live(): number {
@@ -444,7 +457,8 @@ function outOfMemory(bytes: number): WasmCoreError {
 // ---------------------------------------------------------------------------------------------
 // Loading
 
-type CoreSource = WebAssembly.Module | BufferSource | Promise<Response> | Response
+/** ArrayBufferView too: TS 5.7+ types a Node Buffer / Uint8Array<ArrayBufferLike> as not a BufferSource. */
+export type CoreSource = WebAssembly.Module | BufferSource | ArrayBufferView | Promise<Response> | Response
 
 let embedded: Promise<Core> | undefined
 const loaded = new WeakMap<object, Promise<Core>>()
@@ -456,8 +470,10 @@ const loaded = new WeakMap<object, Promise<Core>>()
  */
 export function loadCore(source?: CoreSource): Promise<Core> {
   if (source === undefined) {
-    embedded ??= instantiate(import('./core.generated.js').then((m) => base64Bytes(m.CORE_WASM_BASE64)))
-    embedded.catch(() => { embedded = undefined })
+    if (embedded === undefined) {
+      embedded = instantiate(import('./core.generated.js').then((m) => base64Bytes(m.CORE_WASM_BASE64)))
+      embedded.catch(() => { embedded = undefined })
+    }
     return embedded
   }
   let core = loaded.get(source)
@@ -498,7 +514,9 @@ async function instantiate(source: CoreSource | Promise<Uint8Array>): Promise<Co
     return new Core(exports)
   } catch (err) {
     if (err instanceof WasmCoreError) throw err
-    throw new WasmCoreError(`could not load the kafka-edge WebAssembly core: ${(err as Error)?.message ?? err}`, { cause: err })
+    // workerd (and pages with a strict CSP) refuse to compile bytes at runtime: say what to do instead.
+    const hint = source instanceof WebAssembly.Module ? '' : '; where compiling from bytes is not allowed (Cloudflare Workers, strict CSP), pass the WebAssembly.Module imported from kafka-edge/core.wasm'
+    throw new WasmCoreError(`could not load the kafka-edge WebAssembly core: ${(err as Error)?.message ?? err}${hint}`, { cause: err })
   }
 }
 

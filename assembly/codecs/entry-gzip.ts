@@ -1,0 +1,2 @@
+// Size-measurement entry: only the gzip codec (see scripts/codec-sizes.mjs).
+export { gzipCompressInto, gzipCompressBound, gzipDecompressInto, gzipDecompressedSizeHint } from './gzip'

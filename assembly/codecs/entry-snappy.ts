@@ -1,0 +1,2 @@
+// Size-measurement entry: only the snappy codec (see scripts/codec-sizes.mjs).
+export { snappyCompressInto, snappyCompressBound, snappyDecompressInto, snappyDecompressedSizeHint } from './snappy'

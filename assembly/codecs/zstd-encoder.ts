@@ -1,0 +1,976 @@
+// zstd frame encoder (RFC 8878), written from the format document.
+//  - one frame: single segment + Frame_Content_Size up to 1 MiB input, else a 1 MiB window
+//    descriptor + 4-byte content size; optional content checksum (xxh64 low 32 bits)
+//  - blocks of at most 128 KiB; raw or RLE blocks when compression does not pay
+//  - LZ77: hash table (levels 1) or hash chains (2+), repeat-offset checks, lazy matching (3+)
+//  - literals: Huffman (11-bit limited, weights direct or FSE, 1 or 4 streams), raw or RLE
+//  - sequences: predefined, RLE or per-block FSE tables, whichever is estimated smallest
+// No allocation: all scratch is static (memory.data).
+
+import {
+  ZSTD_MAGIC, BLOCK_SIZE_MAX, Z_DST_TOO_SMALL, LL_BASE, LL_BITS, ML_BASE, ML_BITS,
+  LL_DEFAULT_NORM, LL_DEFAULT_LOG, ML_DEFAULT_NORM, ML_DEFAULT_LOG, OF_DEFAULT_NORM, OF_DEFAULT_LOG,
+  LL_MAX_LOG, ML_MAX_LOG, OF_MAX_LOG, CTABLE_SIZE, highbit, log2fix, fseBuildCTable,
+  fseBuildCTableRle, fseInitState, fseSymbolCost256, fseNormalize, fseWriteNCount,
+} from './zstd-common'
+import { xxh64 } from './zstd-xxh64'
+
+const HASH_LOG_MAX = 17
+const CHAIN_LOG_MAX = 17
+const WINDOW_LOG = 20                    // window of frames larger than SINGLE_SEGMENT_MAX
+const SINGLE_SEGMENT_MAX = 1 << WINDOW_LOG
+const MAX_SEQ = 44000                    // > 128 KiB / 3
+
+const HT: usize = memory.data(4 << HASH_LOG_MAX, 16)
+const CHAIN: usize = memory.data(4 << CHAIN_LOG_MAX, 16)
+const LIT: usize = memory.data(BLOCK_SIZE_MAX + 64, 16)
+const SEQ_LL: usize = memory.data(MAX_SEQ * 4, 16)
+const SEQ_ML: usize = memory.data(MAX_SEQ * 4, 16)
+const SEQ_OV: usize = memory.data(MAX_SEQ * 4, 16)
+const C_LL: usize = memory.data(MAX_SEQ, 16)
+const C_ML: usize = memory.data(MAX_SEQ, 16)
+const C_OF: usize = memory.data(MAX_SEQ, 16)
+const BLK: usize = memory.data(BLOCK_SIZE_MAX + 2048, 16)
+const CT_PRE_LL: usize = memory.data(<i32>CTABLE_SIZE, 16)
+const CT_PRE_ML: usize = memory.data(<i32>CTABLE_SIZE, 16)
+const CT_PRE_OF: usize = memory.data(<i32>CTABLE_SIZE, 16)
+const CT_LL: usize = memory.data(<i32>CTABLE_SIZE, 16)
+const CT_ML: usize = memory.data(<i32>CTABLE_SIZE, 16)
+const CT_OF: usize = memory.data(<i32>CTABLE_SIZE, 16)
+const CT_W: usize = memory.data(<i32>CTABLE_SIZE, 16)
+const CNT: usize = memory.data(64 * 4, 16)
+const ENORM: usize = memory.data(64 * 2, 16)
+const ENORM_BEST: usize = memory.data(64 * 2, 16)
+const NCBUF: usize = memory.data(256, 16)
+const NCBEST: usize = memory.data(256, 16)
+const FREQ: usize = memory.data(256 * 4, 16)
+const HLEN: usize = memory.data(256, 16)
+const HCODE: usize = memory.data(256 * 2, 16)
+const HSORT: usize = memory.data(256 * 2, 16)
+const HNODE: usize = memory.data(512 * 4, 16)
+const HPARENT: usize = memory.data(512 * 2, 16)
+const HDEPTH: usize = memory.data(512, 16)
+const HSTART: usize = memory.data(16 * 4, 16)
+const WEIGHTS: usize = memory.data(256, 16)
+const WHDR: usize = memory.data(256, 16)
+const WTMP: usize = memory.data(256, 16)
+const LL_CODE: usize = memory.data(64, 16)
+const ML_CODE: usize = memory.data(128, 16)
+
+let preReady = false
+
+function preparePredefined(): void {
+  fseBuildCTable(LL_DEFAULT_NORM, 35, LL_DEFAULT_LOG, CT_PRE_LL)
+  fseBuildCTable(ML_DEFAULT_NORM, 52, ML_DEFAULT_LOG, CT_PRE_ML)
+  fseBuildCTable(OF_DEFAULT_NORM, 28, OF_DEFAULT_LOG, CT_PRE_OF)
+  for (let c = 0; c <= 35; c++) {
+    const base = <i32>load<u32>(LL_BASE + (<usize>c << 2))
+    const n = 1 << <i32>load<u8>(LL_BITS + <usize>c)
+    for (let v = base; v < base + n && v < 64; v++) store<u8>(LL_CODE + <usize>v, <u8>c)
+  }
+  for (let c = 0; c <= 52; c++) {
+    const base = <i32>load<u32>(ML_BASE + (<usize>c << 2)) - 3
+    const n = 1 << <i32>load<u8>(ML_BITS + <usize>c)
+    for (let v = base; v < base + n && v < 128; v++) store<u8>(ML_CODE + <usize>v, <u8>c)
+  }
+  preReady = true
+}
+
+// @ts-ignore: decorator
+@inline
+function llCode(ll: u32): u32 {
+  return ll < 64 ? <u32>load<u8>(LL_CODE + <usize>ll) : <u32>highbit(ll) + 19
+}
+
+// @ts-ignore: decorator
+@inline
+function mlCode(mlBase: u32): u32 {
+  return mlBase < 128 ? <u32>load<u8>(ML_CODE + <usize>mlBase) : <u32>highbit(mlBase) + 36
+}
+
+// ---- forward bit writer -------------------------------------------------------------------
+let bwStart: usize = 0
+let bwPtr: usize = 0
+let bwEnd: usize = 0
+let bwAcc: u64 = 0
+let bwBits: i32 = 0
+let bwOvf = false
+
+function bwInit(p: usize, end: usize): void {
+  bwStart = p
+  bwPtr = p
+  bwEnd = end
+  bwAcc = 0
+  bwBits = 0
+  bwOvf = false
+}
+
+// @ts-ignore: decorator
+@inline
+function bwAdd(v: u64, n: i32): void {
+  bwAcc |= v << <u64>bwBits
+  bwBits += n
+  if (bwBits >= 32) {
+    if (bwPtr + 4 <= bwEnd) store<u32>(bwPtr, <u32>bwAcc)
+    else bwOvf = true
+    bwPtr += 4
+    bwAcc >>= 32
+    bwBits -= 32
+  }
+}
+
+/** Adds the end-of-stream marker bit and flushes; returns the stream size or -1 on overflow. */
+function bwFinish(): i32 {
+  bwAdd(1, 1)
+  while (bwBits > 0) {
+    if (bwPtr + 1 <= bwEnd) store<u8>(bwPtr, <u8>bwAcc)
+    else bwOvf = true
+    bwPtr++
+    bwAcc >>= 8
+    bwBits -= 8
+  }
+  bwBits = 0
+  if (bwOvf) return -1
+  return <i32>(bwPtr - bwStart)
+}
+
+/** Encodes symbol s given the next state t (FSE encoding runs backwards); returns the new state. */
+// @ts-ignore: decorator
+@inline
+function fseEncode(ct: usize, s: u32, t: u32): u32 {
+  const log = load<i32>(ct)
+  const T = t + (<u32>1 << <u32>log)
+  const so = <usize>s << 2
+  const p = <u32>load<i32>(ct + 1028 + so)
+  let nb = <u32>load<i32>(ct + 1284 + so)
+  if ((T >> nb) < p) nb--
+  bwAdd(<u64>(T & ((<u32>1 << nb) - 1)), <i32>nb)
+  return <u32>load<u16>(ct + 4 + ((<usize>load<i32>(ct + 1540 + so) + <usize>((T >> nb) - p)) << 1))
+}
+
+// ---- level parameters ---------------------------------------------------------------------
+let pHashLog = 16
+let pChainLog = 16
+let pDepth = 4
+let pLazy = 1
+let pMinMatch = 4
+let pTarget = 64
+let pStepShift = 8
+let pLazyStop = 32
+let pSparse = false
+
+function setLevel(level: i32, srcLen: i32): void {
+  if (level <= 1) {
+    pHashLog = 15; pChainLog = 0; pDepth = 1; pLazy = 0; pMinMatch = 5; pTarget = 32; pStepShift = 6
+  } else if (level == 2) {
+    pHashLog = 16; pChainLog = 16; pDepth = 2; pLazy = 0; pMinMatch = 5; pTarget = 32; pStepShift = 7
+  } else if (level == 3) {
+    pHashLog = 16; pChainLog = 16; pDepth = 4; pLazy = 1; pMinMatch = 5; pTarget = 32; pStepShift = 8
+  } else if (level == 4) {
+    pHashLog = 17; pChainLog = 17; pDepth = 12; pLazy = 1; pMinMatch = 4; pTarget = 64; pStepShift = 8
+  } else if (level == 5) {
+    pHashLog = 17; pChainLog = 17; pDepth = 24; pLazy = 1; pMinMatch = 4; pTarget = 96; pStepShift = 8
+  } else if (level <= 6) {
+    pHashLog = 17; pChainLog = 17; pDepth = 32; pLazy = 2; pMinMatch = 4; pTarget = 128; pStepShift = 9
+  } else if (level <= 9) {
+    pHashLog = 17; pChainLog = 17; pDepth = 64; pLazy = 2; pMinMatch = 4; pTarget = 256; pStepShift = 10
+  } else if (level <= 15) {
+    pHashLog = 17; pChainLog = 17; pDepth = 192; pLazy = 2; pMinMatch = 4; pTarget = 512; pStepShift = 12
+  } else {
+    pHashLog = 17; pChainLog = 17; pDepth = 512; pLazy = 2; pMinMatch = 4; pTarget = 1024; pStepShift = 14
+  }
+  pLazyStop = level <= 3 ? 24 : level <= 5 ? 48 : pTarget
+  pSparse = level <= 3
+  // Tables no larger than the input needs.
+  const need = srcLen > 1 ? highbit(<u32>(srcLen - 1)) + 2 : 8
+  if (need < pHashLog) pHashLog = need < 8 ? 8 : need
+  if (pChainLog > 0 && need < pChainLog) pChainLog = need < 8 ? 8 : need
+}
+
+// ---- match finder ------------------------------------------------------------------------
+let mSrc: usize = 0
+let mMaxDist: i32 = 0
+let nextToUpdate: i32 = 0
+let mLen: i32 = 0
+let mOff: i32 = 0
+let rep0: u32 = 1
+let rep1: u32 = 4
+let rep2: u32 = 8
+let nbSeq: i32 = 0
+let litCount: i32 = 0
+
+// @ts-ignore: decorator
+@inline
+function hashAt(p: usize): u32 {
+  if (pMinMatch == 4) return (load<u32>(p) * 0x9E3779B1) >> <u32>(32 - pHashLog)
+  return <u32>(((load<u64>(p) << <u64>(64 - 8 * pMinMatch)) * 0xCF1BBCDCB7A56463) >> <u64>(64 - pHashLog))
+}
+
+// @ts-ignore: decorator
+@inline
+function matchLength(a: usize, b: usize, limit: usize): i32 {
+  const start = a
+  while (a + 8 <= limit) {
+    const x = load<u64>(a) ^ load<u64>(b)
+    if (x != 0) return <i32>(a - start) + (<i32>ctz<u64>(x) >> 3)
+    a += 8
+    b += 8
+  }
+  while (a < limit && load<u8>(a) == load<u8>(b)) {
+    a++
+    b++
+  }
+  return <i32>(a - start)
+}
+
+// @ts-ignore: decorator
+@inline
+function offCost(off: u32): i32 {
+  if (off == rep0 || off == rep1 || off == rep2) return 0
+  return highbit(off + 3)
+}
+
+function insertAt(p: i32): void {
+  const cmask = (1 << pChainLog) - 1
+  const hp = <usize>hashAt(mSrc + <usize>p) << 2
+  store<i32>(CHAIN + (<usize>(p & cmask) << 2), load<i32>(HT + hp))
+  store<i32>(HT + hp, p)
+}
+
+/** Best match at pos (sets mLen / mOff; mLen 0 if none). Inserts pos into the tables. */
+function findMatch(pos: i32, end: i32): void {
+  const ip = mSrc + <usize>pos
+  const limit = mSrc + <usize>end
+  const maxLen = end - pos
+  let bestLen = 0
+  let bestOff = 0
+  let bestGain = 0
+  const cur32 = load<u32>(ip)
+  // Repeat offsets first: they are the cheapest to encode.
+  for (let r = 0; r < 3; r++) {
+    const d = r == 0 ? rep0 : r == 1 ? rep1 : rep2
+    if (d == 0 || <i32>d > pos || <i32>d > mMaxDist) continue
+    if (load<u32>(ip - <usize>d) != cur32) continue
+    const len = 4 + matchLength(ip + 4, ip + 4 - <usize>d, limit)
+    const g = len * 4
+    if (g > bestGain) {
+      bestGain = g
+      bestLen = len
+      bestOff = <i32>d
+    }
+  }
+  const h = <usize>hashAt(ip) << 2
+  let cand = load<i32>(HT + h)
+  if (pChainLog == 0) {
+    store<i32>(HT + h, pos)
+  } else {
+    const cmask = (1 << pChainLog) - 1
+    // Insert the positions skipped since the last search, then this one.
+    while (nextToUpdate < pos) {
+      const hp = <usize>hashAt(mSrc + <usize>nextToUpdate) << 2
+      store<i32>(CHAIN + (<usize>(nextToUpdate & cmask) << 2), load<i32>(HT + hp))
+      store<i32>(HT + hp, nextToUpdate)
+      nextToUpdate++
+    }
+    if (nextToUpdate == pos) {
+      cand = load<i32>(HT + h)
+      store<i32>(CHAIN + (<usize>(pos & cmask) << 2), cand)
+      store<i32>(HT + h, pos)
+      nextToUpdate = pos + 1
+    } else {
+      cand = load<i32>(HT + h)
+      if (cand == pos) cand = load<i32>(CHAIN + (<usize>(pos & cmask) << 2))
+    }
+  }
+  if (bestLen < pTarget && bestLen < maxLen) {
+    const minPos = pos - mMaxDist
+    const chainMin = pos - (1 << pChainLog)
+    const cmask = (1 << pChainLog) - 1
+    let depth = pDepth
+    while (cand < pos && cand >= minPos && depth > 0) {
+      depth--
+      const m = mSrc + <usize>cand
+      if (load<u32>(m) == cur32 && load<u8>(m + <usize>bestLen) == load<u8>(ip + <usize>bestLen)) {
+        const len = 4 + matchLength(ip + 4, m + 4, limit)
+        if (len >= pMinMatch) {
+          const off = pos - cand
+          const g = len * 4 - offCost(<u32>off)
+          if (g > bestGain) {
+            bestGain = g
+            bestLen = len
+            bestOff = off
+            if (len >= pTarget || len >= maxLen) break
+          }
+        }
+      }
+      if (pChainLog == 0 || cand <= chainMin) break
+      const next = load<i32>(CHAIN + (<usize>(cand & cmask) << 2))
+      if (next >= cand) break
+      cand = next
+    }
+  }
+  mLen = bestLen
+  mOff = bestOff
+}
+
+function emitSequence(litStart: i32, litLen: i32, off: u32, mlen: i32): void {
+  memory.copy(LIT + <usize>litCount, mSrc + <usize>litStart, <usize>litLen)
+  litCount += litLen
+  let ov: u32
+  if (litLen > 0) {
+    if (off == rep0) {
+      ov = 1
+    } else if (off == rep1) {
+      ov = 2
+      rep1 = rep0
+      rep0 = off
+    } else if (off == rep2) {
+      ov = 3
+      rep2 = rep1
+      rep1 = rep0
+      rep0 = off
+    } else {
+      ov = off + 3
+      rep2 = rep1
+      rep1 = rep0
+      rep0 = off
+    }
+  } else {
+    if (off == rep1) {
+      ov = 1
+      rep1 = rep0
+      rep0 = off
+    } else if (off == rep2) {
+      ov = 2
+      rep2 = rep1
+      rep1 = rep0
+      rep0 = off
+    } else if (off == rep0 - 1) {
+      ov = 3
+      rep2 = rep1
+      rep1 = rep0
+      rep0 = off
+    } else {
+      ov = off + 3
+      rep2 = rep1
+      rep1 = rep0
+      rep0 = off
+    }
+  }
+  const o = <usize>nbSeq << 2
+  store<u32>(SEQ_LL + o, <u32>litLen)
+  store<u32>(SEQ_ML + o, <u32>mlen)
+  store<u32>(SEQ_OV + o, ov)
+  nbSeq++
+}
+
+/** Parses src[start..end) into sequences + literals (history: everything before start). */
+function parseBlock(start: i32, end: i32): void {
+  nbSeq = 0
+  litCount = 0
+  let anchor = start
+  let pos = start
+  const ilimit = end - 8
+  while (pos < ilimit) {
+    findMatch(pos, end)
+    if (mLen < 4) {
+      pos += 1 + ((pos - anchor) >> pStepShift)
+      continue
+    }
+    let len = mLen
+    let off = mOff
+    for (let k = 0; k < pLazy; k++) {
+      if (pos + 1 >= ilimit || len >= pLazyStop) break
+      findMatch(pos + 1, end)
+      if (mLen >= 4 && mLen * 4 - offCost(<u32>mOff) > len * 4 - offCost(<u32>off) + 4) {
+        pos++
+        len = mLen
+        off = mOff
+      } else {
+        break
+      }
+    }
+    // Extend backwards into the pending literals.
+    while (pos > anchor && pos - off > 0 && load<u8>(mSrc + <usize>(pos - 1)) == load<u8>(mSrc + <usize>(pos - 1 - off))) {
+      pos--
+      len++
+    }
+    emitSequence(anchor, pos - anchor, <u32>off, len)
+    pos += len
+    anchor = pos
+    if (pSparse && pChainLog > 0 && pos - nextToUpdate > 8) {
+      // Fast levels: index only a few positions inside a long match.
+      insertAt(nextToUpdate)
+      insertAt(nextToUpdate + 1)
+      nextToUpdate = pos - 3
+    }
+    if (pChainLog == 0 && pos - 2 < ilimit) {
+      store<i32>(HT + (<usize>hashAt(mSrc + <usize>(pos - 2)) << 2), pos - 2)
+    }
+    // Immediate repeat (literal length 0: code 1 means rep1).
+    while (pos < ilimit) {
+      const d = rep1
+      if (<i32>d > pos || <i32>d > mMaxDist) break
+      const ip = mSrc + <usize>pos
+      if (load<u32>(ip) != load<u32>(ip - <usize>d)) break
+      const l2 = 4 + matchLength(ip + 4, ip + 4 - <usize>d, mSrc + <usize>end)
+      emitSequence(pos, 0, d, l2)
+      pos += l2
+      anchor = pos
+    }
+  }
+  memory.copy(LIT + <usize>litCount, mSrc + <usize>anchor, <usize>(end - anchor))
+  litCount += end - anchor
+}
+
+// ---- Huffman literals -----------------------------------------------------------------------
+
+/** Builds code lengths (HLEN) limited to 11 bits for FREQ[0..maxSym]; returns max length or 0. */
+function buildHuffman(maxSym: i32): i32 {
+  let n = 0
+  for (let s = 0; s <= maxSym; s++) {
+    store<u8>(HLEN + <usize>s, 0)
+    const f = load<u32>(FREQ + (<usize>s << 2))
+    if (f == 0) continue
+    // insertion sort by frequency ascending (stable)
+    let j = n
+    while (j > 0 && load<u32>(FREQ + (<usize>load<u16>(HSORT + (<usize>(j - 1) << 1)) << 2)) > f) {
+      store<u16>(HSORT + (<usize>j << 1), load<u16>(HSORT + (<usize>(j - 1) << 1)))
+      j--
+    }
+    store<u16>(HSORT + (<usize>j << 1), <u16>s)
+    n++
+  }
+  if (n < 2) return 0
+  for (let i = 0; i < n; i++) {
+    store<u32>(HNODE + (<usize>i << 2), load<u32>(FREQ + (<usize>load<u16>(HSORT + (<usize>i << 1)) << 2)))
+  }
+  // Two-queue construction: leaves 0..n-1 (sorted), internal nodes n..2n-2 in creation order.
+  let leaf = 0
+  let inner = n
+  let next = n
+  while (next < 2 * n - 1) {
+    let a: i32
+    let b: i32
+    if (leaf < n && (inner >= next || load<u32>(HNODE + (<usize>leaf << 2)) <= load<u32>(HNODE + (<usize>inner << 2)))) a = leaf++
+    else a = inner++
+    if (leaf < n && (inner >= next || load<u32>(HNODE + (<usize>leaf << 2)) <= load<u32>(HNODE + (<usize>inner << 2)))) b = leaf++
+    else b = inner++
+    store<u32>(HNODE + (<usize>next << 2), load<u32>(HNODE + (<usize>a << 2)) + load<u32>(HNODE + (<usize>b << 2)))
+    store<u16>(HPARENT + (<usize>a << 1), <u16>next)
+    store<u16>(HPARENT + (<usize>b << 1), <u16>next)
+    next++
+  }
+  const root = 2 * n - 2
+  store<u8>(HDEPTH + <usize>root, 0)
+  for (let i = root - 1; i >= 0; i--) {
+    const d = <i32>load<u8>(HDEPTH + <usize>load<u16>(HPARENT + (<usize>i << 1))) + 1
+    store<u8>(HDEPTH + <usize>i, <u8>(d > 255 ? 255 : d))
+  }
+  // Limit to 11 bits, then make the code complete (Kraft sum exactly 1).
+  let kraft = 0
+  for (let i = 0; i < n; i++) {
+    let l = <i32>load<u8>(HDEPTH + <usize>i)
+    if (l > 11) l = 11
+    store<u8>(HDEPTH + <usize>i, <u8>l)
+    kraft += 1 << (11 - l)
+  }
+  while (kraft > 2048) {
+    // lengthen the least frequent among the longest codes shorter than 11
+    let best = -1
+    let bestLen = 0
+    for (let i = 0; i < n; i++) {
+      const l = <i32>load<u8>(HDEPTH + <usize>i)
+      if (l < 11 && l > bestLen) {
+        bestLen = l
+        best = i
+      }
+    }
+    store<u8>(HDEPTH + <usize>best, <u8>(bestLen + 1))
+    kraft -= 1 << (10 - bestLen)
+  }
+  while (kraft < 2048) {
+    for (let i = n - 1; i >= 0 && kraft < 2048; i--) {
+      const l = <i32>load<u8>(HDEPTH + <usize>i)
+      if (l > 1 && kraft + (1 << (11 - l)) <= 2048) {
+        store<u8>(HDEPTH + <usize>i, <u8>(l - 1))
+        kraft += 1 << (11 - l)
+      }
+    }
+  }
+  let maxLen = 0
+  for (let i = 0; i < n; i++) {
+    const l = <i32>load<u8>(HDEPTH + <usize>i)
+    store<u8>(HLEN + <usize>load<u16>(HSORT + (<usize>i << 1)), <u8>l)
+    if (l > maxLen) maxLen = l
+  }
+  // Canonical codes: longest first, natural symbol order within a length.
+  for (let l = 0; l <= 12; l++) store<i32>(HSTART + (<usize>l << 2), 0)
+  for (let s = 0; s <= maxSym; s++) {
+    const l = <usize>load<u8>(HLEN + <usize>s)
+    if (l) store<i32>(HSTART + (l << 2), load<i32>(HSTART + (l << 2)) + 1)
+  }
+  let code = 0
+  for (let l = maxLen; l >= 1; l--) {
+    const cnt = load<i32>(HSTART + (<usize>l << 2))
+    store<i32>(HSTART + (<usize>l << 2), code)
+    code = (code + cnt) >> 1
+  }
+  for (let s = 0; s <= maxSym; s++) {
+    const l = <usize>load<u8>(HLEN + <usize>s)
+    if (l) {
+      const c = load<i32>(HSTART + (l << 2))
+      store<u16>(HCODE + (<usize>s << 1), <u16>c)
+      store<i32>(HSTART + (l << 2), c + 1)
+    }
+  }
+  return maxLen
+}
+
+/** Writes the Huffman tree description for symbols 0..maxSym into WHDR; returns its size or -1. */
+function writeHuffTree(maxSym: i32, maxLen: i32): i32 {
+  const nw = maxSym // weights of 0..maxSym-1; the last one is implied
+  for (let s = 0; s < nw; s++) {
+    const l = <i32>load<u8>(HLEN + <usize>s)
+    store<u8>(WEIGHTS + <usize>s, <u8>(l ? maxLen + 1 - l : 0))
+  }
+  let best = -1
+  if (nw <= 128) {
+    store<u8>(WHDR, <u8>(127 + nw))
+    for (let i = 0; i < nw; i += 2) {
+      const hi = <u32>load<u8>(WEIGHTS + <usize>i)
+      const lo = i + 1 < nw ? <u32>load<u8>(WEIGHTS + <usize>(i + 1)) : 0
+      store<u8>(WHDR + 1 + <usize>(i >> 1), <u8>((hi << 4) | lo))
+    }
+    best = 1 + ((nw + 1) >> 1)
+  }
+  if (nw >= 2) {
+    // FSE-compressed weights (two interleaved states sharing one table).
+    for (let w = 0; w < 16; w++) store<u32>(CNT + (<usize>w << 2), 0)
+    let maxW = 0
+    for (let i = 0; i < nw; i++) {
+      const w = <usize>load<u8>(WEIGHTS + <usize>i)
+      store<u32>(CNT + (w << 2), load<u32>(CNT + (w << 2)) + 1)
+      if (<i32>w > maxW) maxW = <i32>w
+    }
+    let distinct = 0
+    for (let w = 0; w <= maxW; w++) if (load<u32>(CNT + (<usize>w << 2)) != 0) distinct++
+    if (distinct >= 2) {
+      for (let log = 5; log <= 6; log++) {
+        if (!fseNormalize(CNT, maxW, <u32>nw, log, ENORM)) continue
+        const nc = fseWriteNCount(ENORM, maxW, log, WTMP + 1, 120)
+        if (nc < 0) continue
+        if (!fseBuildCTable(ENORM, maxW, log, CT_W)) continue
+        bwInit(WTMP + 1 + <usize>nc, WTMP + 128)
+        // states: index parity 0 -> state1, 1 -> state2
+        let st0: u32 = 0
+        let st1: u32 = 0
+        const wl = <u32>load<u8>(WEIGHTS + <usize>(nw - 1))
+        const wp = <u32>load<u8>(WEIGHTS + <usize>(nw - 2))
+        const sl = <u32>load<u16>(CT_W + 4 + (<usize>load<i32>(CT_W + 1540 + (<usize>wl << 2)) << 1))
+        const sp = fseInitState(CT_W, <i32>wp)
+        if (((nw - 1) & 1) == 0) { st0 = sl; st1 = sp } else { st1 = sl; st0 = sp }
+        for (let i = nw - 3; i >= 0; i--) {
+          const w = <u32>load<u8>(WEIGHTS + <usize>i)
+          if ((i & 1) == 0) st0 = fseEncode(CT_W, w, st0)
+          else st1 = fseEncode(CT_W, w, st1)
+        }
+        bwAdd(<u64>st1, log)
+        bwAdd(<u64>st0, log)
+        const bs = bwFinish()
+        if (bs < 0) continue
+        const total = nc + bs
+        if (total > 127) continue
+        if (best < 0 || 1 + total < best) {
+          store<u8>(WTMP, <u8>total)
+          memory.copy(WHDR, WTMP, <usize>(1 + total))
+          best = 1 + total
+        }
+      }
+    }
+  }
+  return best
+}
+
+/** Writes the literals section at op (limit oend); returns its size or -1. */
+function writeLiterals(op: usize, oend: usize): i32 {
+  const n = litCount
+  const rawHdr = n < 32 ? 1 : n < 4096 ? 2 : 3
+  const rawSize = rawHdr + n
+  let maxSym = 0
+  let distinct = 0
+  if (n >= 2) {
+    memory.fill(FREQ, 0, 256 * 4)
+    for (let i = 0; i < n; i++) {
+      const b = <usize>load<u8>(LIT + <usize>i) << 2
+      store<u32>(FREQ + b, load<u32>(FREQ + b) + 1)
+    }
+    for (let s = 0; s < 256; s++) {
+      if (load<u32>(FREQ + (<usize>s << 2)) != 0) {
+        distinct++
+        maxSym = s
+      }
+    }
+    if (distinct == 1) {
+      if (<i32>(oend - op) < rawHdr + 1) return -1
+      writeRawHeader(op, 1, n)
+      store<u8>(op + <usize>rawHdr, load<u8>(LIT))
+      return rawHdr + 1
+    }
+  }
+  if (n >= 32 && distinct >= 2) {
+    const r = writeHuffLiterals(op, oend, maxSym, rawSize)
+    if (r > 0) return r
+  }
+  if (<i32>(oend - op) < rawSize) return -1
+  writeRawHeader(op, 0, n)
+  memory.copy(op + <usize>rawHdr, LIT, <usize>n)
+  return rawSize
+}
+
+function writeRawHeader(op: usize, type: u32, n: i32): void {
+  if (n < 32) {
+    store<u8>(op, <u8>(type | (<u32>n << 3)))
+  } else if (n < 4096) {
+    store<u16>(op, <u16>(type | (1 << 2) | (<u32>n << 4)))
+  } else {
+    const v = type | (3 << 2) | (<u32>n << 4)
+    store<u16>(op, <u16>v)
+    store<u8>(op + 2, <u8>(v >> 16))
+  }
+}
+
+function encodeHufStream(out: usize, end: usize, from: i32, to: i32): i32 {
+  bwInit(out, end)
+  for (let i = to - 1; i >= from; i--) {
+    const s = <usize>load<u8>(LIT + <usize>i)
+    bwAdd(<u64>load<u16>(HCODE + (s << 1)), <i32>load<u8>(HLEN + s))
+  }
+  return bwFinish()
+}
+
+function writeHuffLiterals(op: usize, oend: usize, maxSym: i32, rawSize: i32): i32 {
+  const n = litCount
+  const maxLen = buildHuffman(maxSym)
+  if (maxLen == 0) return -1
+  const tree = writeHuffTree(maxSym, maxLen)
+  if (tree < 0) return -1
+  let bits: u64 = 0
+  for (let s = 0; s <= maxSym; s++) bits += <u64>load<u32>(FREQ + (<usize>s << 2)) * <u64>load<u8>(HLEN + <usize>s)
+  const single = n < 256
+  const hdr = single || n <= 1023 ? 3 : n <= 16383 ? 4 : 5
+  const estimate = hdr + tree + <i32>(bits >> 3) + (single ? 1 : 10)
+  if (estimate >= rawSize) return -1
+  let limit = op + <usize>(rawSize - 1)
+  if (limit > oend) limit = oend
+  let p = op + <usize>hdr
+  if (p + <usize>tree > limit) return -1
+  memory.copy(p, WHDR, <usize>tree)
+  p += <usize>tree
+  if (single) {
+    const r = encodeHufStream(p, limit, 0, n)
+    if (r < 0) return -1
+    p += <usize>r
+  } else {
+    if (p + 6 > limit) return -1
+    const jt = p
+    p += 6
+    const seg = (n + 3) >> 2
+    for (let k = 0; k < 4; k++) {
+      const from = k * seg
+      const to = k == 3 ? n : from + seg
+      const r = encodeHufStream(p, limit, from, to)
+      if (r < 0) return -1
+      if (k < 3) {
+        if (r > 65535) return -1
+        store<u16>(jt + (<usize>k << 1), <u16>r)
+      }
+      p += <usize>r
+    }
+  }
+  const csize = <i32>(p - op) - hdr
+  const sf: u32 = single ? 0 : hdr == 3 ? 1 : hdr == 4 ? 2 : 3
+  if (hdr == 3) {
+    const v = 2 | (sf << 2) | (<u32>n << 4) | (<u32>csize << 14)
+    store<u16>(op, <u16>v)
+    store<u8>(op + 2, <u8>(v >> 16))
+  } else if (hdr == 4) {
+    store<u32>(op, 2 | (sf << 2) | (<u32>n << 4) | (<u32>csize << 18))
+  } else {
+    const v: u64 = 2 | (<u64>sf << 2) | (<u64>n << 4) | (<u64>csize << 22)
+    store<u32>(op, <u32>v)
+    store<u8>(op + 4, <u8>(v >> 32))
+  }
+  return <i32>(p - op)
+}
+
+// ---- sequences -------------------------------------------------------------------------------
+
+let chosenCt: usize = 0
+let chosenMode: i32 = 0
+
+/**
+ * Picks predefined / RLE / FSE for one symbol kind (0 LL, 1 OF, 2 ML) from codes[0..nbSeq),
+ * writes its table description at op; returns bytes written or -1.
+ */
+function chooseTable(kind: i32, codes: usize, op: usize, oend: usize): i32 {
+  for (let s = 0; s < 64; s++) store<u32>(CNT + (<usize>s << 2), 0)
+  let maxSym = 0
+  for (let i = 0; i < nbSeq; i++) {
+    const c = <usize>load<u8>(codes + <usize>i)
+    store<u32>(CNT + (c << 2), load<u32>(CNT + (c << 2)) + 1)
+    if (<i32>c > maxSym) maxSym = <i32>c
+  }
+  let distinct = 0
+  let only = 0
+  for (let s = 0; s <= maxSym; s++) {
+    if (load<u32>(CNT + (<usize>s << 2)) != 0) {
+      distinct++
+      only = s
+    }
+  }
+  const ct = kind == 0 ? CT_LL : kind == 1 ? CT_OF : CT_ML
+  if (distinct == 1 && nbSeq > 2) {
+    if (op >= oend) return -1
+    store<u8>(op, <u8>only)
+    fseBuildCTableRle(only, ct)
+    chosenCt = ct
+    chosenMode = 1
+    return 1
+  }
+  const pre = kind == 0 ? CT_PRE_LL : kind == 1 ? CT_PRE_OF : CT_PRE_ML
+  const preMax = kind == 0 ? 35 : kind == 1 ? 28 : 52
+  let bestCost: i64 = i64.MAX_VALUE
+  let bestLog = 0
+  let bestNc = 0
+  if (maxSym <= preMax) {
+    let c: i64 = 0
+    for (let s = 0; s <= maxSym; s++) {
+      const n = load<u32>(CNT + (<usize>s << 2))
+      if (n) c += <i64>n * <i64>fseSymbolCost256(pre, s)
+    }
+    bestCost = c
+  }
+  const maxLog = kind == 0 ? LL_MAX_LOG : kind == 1 ? OF_MAX_LOG : ML_MAX_LOG
+  if (nbSeq >= 8 && distinct >= 2) {
+    for (let log = 5; log <= maxLog; log++) {
+      if ((1 << log) < distinct) continue
+      if (!fseNormalize(CNT, maxSym, <u32>nbSeq, log, ENORM)) continue
+      const nc = fseWriteNCount(ENORM, maxSym, log, NCBUF, 256)
+      if (nc < 0) continue
+      let c: i64 = <i64>nc * 8 * 256
+      for (let s = 0; s <= maxSym; s++) {
+        const n = load<u32>(CNT + (<usize>s << 2))
+        if (n) c += <i64>n * <i64>((log << 8) - log2fix(<u32>load<i16>(ENORM + (<usize>s << 1))))
+      }
+      if (c < bestCost) {
+        bestCost = c
+        bestLog = log
+        bestNc = nc
+        memory.copy(ENORM_BEST, ENORM, 64 * 2)
+        memory.copy(NCBEST, NCBUF, <usize>nc)
+      }
+    }
+  }
+  if (bestLog == 0) {
+    chosenCt = pre
+    chosenMode = 0
+    return 0
+  }
+  if (<i32>(oend - op) < bestNc) return -1
+  memory.copy(op, NCBEST, <usize>bestNc)
+  fseBuildCTable(ENORM_BEST, maxSym, bestLog, ct)
+  chosenCt = ct
+  chosenMode = 2
+  return bestNc
+}
+
+function writeSequences(op: usize, oend: usize): i32 {
+  const start = op
+  const n = nbSeq
+  if (<i32>(oend - op) < 4) return -1
+  if (n < 128) {
+    store<u8>(op, <u8>n)
+    op += 1
+  } else if (n < 0x7F00) {
+    store<u8>(op, <u8>((n >> 8) + 0x80))
+    store<u8>(op + 1, <u8>n)
+    op += 2
+  } else {
+    store<u8>(op, 0xFF)
+    store<u16>(op + 1, <u16>(n - 0x7F00))
+    op += 3
+  }
+  if (n == 0) return <i32>(op - start)
+  for (let i = 0; i < n; i++) {
+    const o = <usize>i << 2
+    store<u8>(C_LL + <usize>i, <u8>llCode(load<u32>(SEQ_LL + o)))
+    store<u8>(C_ML + <usize>i, <u8>mlCode(load<u32>(SEQ_ML + o) - 3))
+    store<u8>(C_OF + <usize>i, <u8>highbit(load<u32>(SEQ_OV + o)))
+  }
+  const modesAt = op
+  op++
+  let r = chooseTable(0, C_LL, op, oend)
+  if (r < 0) return -1
+  op += <usize>r
+  const ctLL = chosenCt
+  const mLL = chosenMode
+  r = chooseTable(1, C_OF, op, oend)
+  if (r < 0) return -1
+  op += <usize>r
+  const ctOF = chosenCt
+  const mOF = chosenMode
+  r = chooseTable(2, C_ML, op, oend)
+  if (r < 0) return -1
+  op += <usize>r
+  const ctML = chosenCt
+  const mML = chosenMode
+  store<u8>(modesAt, <u8>((mLL << 6) | (mOF << 4) | (mML << 2)))
+
+  bwInit(op, oend)
+  const last = n - 1
+  let sLL = fseInitState(ctLL, <i32>load<u8>(C_LL + <usize>last))
+  let sOF = fseInitState(ctOF, <i32>load<u8>(C_OF + <usize>last))
+  let sML = fseInitState(ctML, <i32>load<u8>(C_ML + <usize>last))
+  for (let i = last; i >= 0; i--) {
+    const llc = <u32>load<u8>(C_LL + <usize>i)
+    const mlc = <u32>load<u8>(C_ML + <usize>i)
+    const ofc = <u32>load<u8>(C_OF + <usize>i)
+    if (i != last) {
+      sOF = fseEncode(ctOF, ofc, sOF)
+      sML = fseEncode(ctML, mlc, sML)
+      sLL = fseEncode(ctLL, llc, sLL)
+    }
+    const o = <usize>i << 2
+    bwAdd(<u64>(load<u32>(SEQ_LL + o) - load<u32>(LL_BASE + (<usize>llc << 2))), <i32>load<u8>(LL_BITS + <usize>llc))
+    bwAdd(<u64>(load<u32>(SEQ_ML + o) - load<u32>(ML_BASE + (<usize>mlc << 2))), <i32>load<u8>(ML_BITS + <usize>mlc))
+    bwAdd(<u64>(load<u32>(SEQ_OV + o) - (<u32>1 << ofc)), <i32>ofc)
+  }
+  bwAdd(<u64>sML, load<i32>(ctML))
+  bwAdd(<u64>sOF, load<i32>(ctOF))
+  bwAdd(<u64>sLL, load<i32>(ctLL))
+  const bs = bwFinish()
+  if (bs < 0) return -1
+  return <i32>(op - start) + bs
+}
+
+/** Compresses src[start..start+len) into BLK; returns the block content size or -1. */
+function compressBlock(start: i32, len: i32): i32 {
+  if (len < 16) return -1
+  parseBlock(start, start + len)
+  const oend = BLK + <usize>(len - 1)
+  const a = writeLiterals(BLK, oend)
+  if (a < 0) return -1
+  const b = writeSequences(BLK + <usize>a, oend)
+  if (b < 0) return -1
+  return a + b
+}
+
+function isRun(p: usize, len: i32): bool {
+  const b = load<u8>(p)
+  const w = <u64>b * 0x0101010101010101
+  let i = 0
+  while (i + 8 <= len) {
+    if (load<u64>(p + <usize>i) != w) return false
+    i += 8
+  }
+  while (i < len) {
+    if (load<u8>(p + <usize>i) != b) return false
+    i++
+  }
+  return true
+}
+
+/** Worst-case frame size for srcLen bytes (raw blocks + headers + checksum). */
+export function zstdCompressBound(srcLen: i32): i32 {
+  if (srcLen < 0) return -1
+  const blocks = srcLen == 0 ? 1 : (srcLen + BLOCK_SIZE_MAX - 1) / BLOCK_SIZE_MAX
+  return srcLen + 3 * blocks + 18
+}
+
+/** One zstd frame of src into dst; bytes written, or -1 if dst is too small. */
+export function zstdCompressFrame(level: i32, checksum: bool, src: usize, srcLen: i32, dst: usize, dstCap: i32): i32 {
+  if (srcLen < 0 || dstCap < 0) return Z_DST_TOO_SMALL
+  if (!preReady) preparePredefined()
+  if (level < 1) level = level == i32.MIN_VALUE ? 3 : 1
+  if (level > 22) level = 22
+  setLevel(level, srcLen)
+  let op = dst
+  const oend = dst + <usize>dstCap
+  const single = srcLen <= SINGLE_SEGMENT_MAX
+  let fcsFlag: u32
+  let fcsSize: i32
+  if (single) {
+    if (srcLen < 256) { fcsFlag = 0; fcsSize = 1 }
+    else if (srcLen < 65536 + 256) { fcsFlag = 1; fcsSize = 2 }
+    else { fcsFlag = 2; fcsSize = 4 }
+  } else {
+    fcsFlag = 2
+    fcsSize = 4
+  }
+  const hdr = 5 + (single ? 0 : 1) + fcsSize
+  if (dstCap < hdr) return Z_DST_TOO_SMALL
+  store<u32>(op, ZSTD_MAGIC)
+  store<u8>(op + 4, <u8>((fcsFlag << 6) | (single ? 0x20 : 0) | (checksum ? 4 : 0)))
+  op += 5
+  if (!single) {
+    store<u8>(op, <u8>((WINDOW_LOG - 10) << 3))
+    op++
+  }
+  if (fcsSize == 1) store<u8>(op, <u8>srcLen)
+  else if (fcsSize == 2) store<u16>(op, <u16>(srcLen - 256))
+  else store<u32>(op, <u32>srcLen)
+  op += <usize>fcsSize
+
+  mSrc = src
+  mMaxDist = single ? srcLen : (1 << WINDOW_LOG) - 1
+  memory.fill(HT, 0, <usize>(4 << pHashLog))
+  nextToUpdate = 0
+  rep0 = 1
+  rep1 = 4
+  rep2 = 8
+  let pos = 0
+  do {
+    const blen = srcLen - pos < BLOCK_SIZE_MAX ? srcLen - pos : BLOCK_SIZE_MAX
+    const last: u32 = pos + blen == srcLen ? 1 : 0
+    const r0 = rep0
+    const r1 = rep1
+    const r2 = rep2
+    const run = blen > 4 && isRun(src + <usize>pos, blen)
+    const csize = run ? -1 : compressBlock(pos, blen)
+    if (csize > 0 && csize < blen) {
+      if (<i32>(oend - op) < 3 + csize) return Z_DST_TOO_SMALL
+      const bh = last | (2 << 1) | (<u32>csize << 3)
+      store<u16>(op, <u16>bh)
+      store<u8>(op + 2, <u8>(bh >> 16))
+      memory.copy(op + 3, BLK, <usize>csize)
+      op += 3 + <usize>csize
+    } else {
+      rep0 = r0
+      rep1 = r1
+      rep2 = r2
+      if (run) {
+        if (<i32>(oend - op) < 4) return Z_DST_TOO_SMALL
+        const bh = last | (1 << 1) | (<u32>blen << 3)
+        store<u16>(op, <u16>bh)
+        store<u8>(op + 2, <u8>(bh >> 16))
+        store<u8>(op + 3, load<u8>(src + <usize>pos))
+        op += 4
+      } else {
+        if (<i32>(oend - op) < 3 + blen) return Z_DST_TOO_SMALL
+        const bh = last | (<u32>blen << 3)
+        store<u16>(op, <u16>bh)
+        store<u8>(op + 2, <u8>(bh >> 16))
+        memory.copy(op + 3, src + <usize>pos, <usize>blen)
+        op += 3 + <usize>blen
+      }
+    }
+    pos += blen
+  } while (pos < srcLen)
+  if (checksum) {
+    if (<i32>(oend - op) < 4) return Z_DST_TOO_SMALL
+    store<u32>(op, <u32>xxh64(src, <usize>srcLen, 0))
+    op += 4
+  }
+  return <i32>(op - dst)
+}

@@ -1,0 +1,2 @@
+// Size-measurement entry: the zstd decoder only.
+export { zstdDecompressInto, zstdDecompressedSizeHint } from './zstd'

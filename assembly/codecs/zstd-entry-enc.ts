@@ -1,0 +1,2 @@
+// Size-measurement entry: the zstd encoder only.
+export { zstdCompressInto, zstdCompressBound } from './zstd'

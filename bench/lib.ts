@@ -1,0 +1,83 @@
+// Shared benchmark plumbing: timing, the results file (format in shared/DESIGN.md "Benchmarks")
+// and the printed table.
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { cpus } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export interface BenchResult {
+  impl: string
+  metric: string
+  unit: string
+  value: number
+}
+
+export interface BenchReport {
+  name: string
+  when: string
+  machine: { cpus: number; node: string; cpu?: string }
+  config: Record<string, unknown>
+  results: BenchResult[]
+}
+
+const resultsDir = join(dirname(fileURLToPath(import.meta.url)), 'results')
+
+/**
+ * Runs `fn` (which does `units` units of work per call) until `minMs` has passed, `rounds` times
+ * after a warm-up round, and returns the best units per second: on a shared 2-core box the best
+ * round is the one least disturbed by neighbours.
+ */
+export async function bestRate(fn: () => unknown, units: number, opts: { rounds?: number; minMs?: number } = {}): Promise<number> {
+  const rounds = opts.rounds ?? 5
+  const minMs = opts.minMs ?? 300
+  let best = 0
+  for (let round = -1; round < rounds; round++) {
+    let calls = 0
+    const t0 = performance.now()
+    let elapsed = 0
+    do {
+      const r = fn()
+      if (r instanceof Promise) await r
+      calls++
+      elapsed = performance.now() - t0
+    } while (elapsed < minMs)
+    if (round >= 0) best = Math.max(best, (calls * units) / (elapsed / 1000))
+  }
+  return best
+}
+
+export function report(name: string, config: Record<string, unknown>, results: BenchResult[]): BenchReport {
+  return {
+    name,
+    when: new Date().toISOString(),
+    machine: { cpus: cpus().length, node: process.version, cpu: cpus()[0]?.model },
+    config,
+    results,
+  }
+}
+
+export function writeReport(r: BenchReport): string {
+  mkdirSync(resultsDir, { recursive: true })
+  const file = join(resultsDir, `${r.name}.json`)
+  writeFileSync(file, JSON.stringify(r, null, 2) + '\n')
+  return file
+}
+
+/** Prints one row per result, with its ratio to `baseline`'s result for the same metric. */
+export function printTable(results: BenchResult[], baseline: string): void {
+  const rows = results.map((r) => {
+    const base = results.find((b) => b.impl === baseline && b.metric === r.metric)
+    return [r.metric, r.impl, formatNumber(r.value), r.unit, base ? `${(base.value / r.value).toFixed(2)}x` : '']
+  })
+  const head = ['metric', 'impl', 'value', 'unit', `${baseline} is`]
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)))
+  const line = (cells: string[]) => cells.map((c, i) => (i === 2 || i === 4 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ')
+  console.log(line(head))
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '))
+  for (const row of rows) console.log(line(row))
+}
+
+function formatNumber(v: number): string {
+  if (v >= 1000) return Math.round(v).toLocaleString('en-US')
+  return v.toPrecision(3)
+}
