@@ -64,7 +64,7 @@ const LEVELS: Record<string, [number, number]> = { gzip: [1, 9], lz4: [1, 17], z
 const SPECS: Spec[] = [
   { key: 'bootstrap.servers', default: undefined, parse: (v, k) => parseServers(v, k) },
   { key: 'client.id', default: 'kafka-edge', parse: str },
-  { key: 'acks', default: 'all', parse: (v, k) => parseAcks(v, k) },
+  { key: 'acks', default: -1, parse: (v, k) => parseAcks(v, k) },
   { key: 'enable.idempotence', default: true, parse: bool },
   { key: 'linger.ms', default: 5, parse: int(0) },
   { key: 'batch.size', default: 16384, parse: int(0) },
