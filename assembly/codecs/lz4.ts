@@ -240,6 +240,11 @@ function compressBlockHC(src: usize, bs: usize, be: usize, op: usize, oend: usiz
         ml = ml2
         ref = hcMatchRef
       }
+      while (ip > anchor && ref > bs && load<u8>(ip - 1) == load<u8>(ref - 1)) {
+        ip--
+        ref--
+        ml++
+      }
       op = emitSequence(op, oend, anchor, ip, ip - ref, ml)
       if (op == 0) return 0
       ip += ml

@@ -4,7 +4,7 @@ import { describe, it, expect, beforeAll } from 'vitest'
 import { gunzipSync, gzipSync, deflateRawSync, inflateRawSync, constants } from 'node:zlib'
 import fc from 'fast-check'
 import {
-  Codecs, CorruptCompressedDataError, standardCorpora, javaAvailable, javaCodec, jsonEvents, logLines, randomBytes,
+  Codecs, CorruptCompressedDataError, standardCorpora, javaAvailable, javaCodec, jsonEvents, logLines, randomBytes, rng,
 } from '../helpers/codec-harness.js'
 
 let c: Codecs
@@ -63,6 +63,36 @@ describe('gzip encoder', () => {
         eq(gunzipSync(z), src)
       },
     ), { numRuns: 300 })
+  })
+
+  it('round trips sizes around the block / fragment boundaries', () => {
+    for (const n of [65535, 65536, 65537, 131071, 131072, 131073, 65536 * 3 + 12, 65536 * 3 - 12]) {
+      for (const src of [jsonEvents(n, n), randomBytes(n, n), new Uint8Array(n).fill(0x20)]) {
+        const z = c.compress('gzip', src)
+        eq(c.decompress('gzip', z), src)
+        eq(gunzipSync(z), src)
+      }
+    }
+  })
+
+  it('limits Huffman code lengths to 15 bits on Fibonacci-skewed data (and reads zlib\'s long codes)', () => {
+    // symbol i occurs fib(i) times, shuffled: an unrestricted Huffman tree would be ~25 deep
+    const counts: number[] = [1, 1]
+    while (counts.length < 26) counts.push(counts[counts.length - 1]! + counts[counts.length - 2]!)
+    const total = counts.reduce((a, b) => a + b, 0)
+    const src = new Uint8Array(total)
+    let k = 0
+    counts.forEach((n, sym) => { src.fill(sym * 7, k, k + n); k += n })
+    const r = rng(99)
+    for (let i = src.length - 1; i > 0; i--) { const j = Math.floor(r() * (i + 1)); const t = src[i]!; src[i] = src[j]!; src[j] = t }
+    for (const level of [1, 6, 9]) {
+      const z = c.compress('gzip', src, level)
+      eq(gunzipSync(z), src)
+      eq(c.decompress('gzip', z), src)
+      expect(z.length).toBeLessThanOrEqual(gzipSync(src, { level }).length * 1.05)
+      eq(c.decompress('gzip', gzipSync(src, { level })), src)
+      eq(c.decompress('gzip', gzipSync(src, { level, strategy: constants.Z_HUFFMAN_ONLY })), src)
+    }
   })
 
   it('returns DST_TOO_SMALL instead of overrunning a short buffer', () => {

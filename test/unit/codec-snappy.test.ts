@@ -83,6 +83,16 @@ describe('snappy encoder', () => {
     ), { numRuns: 300 })
   })
 
+  it('round trips sizes around the block / fragment boundaries', () => {
+    for (const n of [65535, 65536, 65537, 131071, 131072, 131073, 65536 * 3 + 12, 65536 * 3 - 12]) {
+      for (const src of [jsonEvents(n, n), randomBytes(n, n), new Uint8Array(n).fill(0x20)]) {
+        const z = c.compress('snappy', src)
+        eq(c.decompress('snappy', z), src)
+        eq(nativeDecode(z), src)
+      }
+    }
+  })
+
   it('returns DST_TOO_SMALL instead of overrunning a short buffer', () => {
     const src = jsonEvents(20000)
     const full = c.compress('snappy', src)
