@@ -70,8 +70,13 @@ function emitSequence(op: usize, oend: usize, anchor: usize, ip: usize, off: usi
   } else {
     t = <u32>litLen << 4
   }
-  if (litLen <= 8) {
-    store<u64>(op, load<u64>(anchor)) // room: op + 16 <= oend; anchor + 8 <= ip + 8 <= block end
+  if (litLen <= 64) {
+    // 8-byte wild copy: reads end before ip + 8 <= block end - 4, writes before op + litLen + 8 (room checked)
+    let n: usize = 0
+    do {
+      store<u64>(op + n, load<u64>(anchor + n))
+      n += 8
+    } while (n < litLen)
   } else {
     memory.copy(op, anchor, litLen)
   }
@@ -328,9 +333,12 @@ function decodeBlock(ip: usize, size: usize, op: usize, olim: usize, oend: usize
     }
     if (litLen > iend - ip) return E_CORRUPT
     if (litLen > olim - op) return overflow
-    if (litLen <= 16 && ip + 16 <= iend && op + 16 <= oend) {
-      store<u64>(op, load<u64>(ip))
-      store<u64>(op, load<u64>(ip, 8), 8)
+    if (litLen <= 64 && iend - ip >= litLen + 8 && oend - op >= litLen + 8) {
+      let n: usize = 0
+      do {
+        store<u64>(op + n, load<u64>(ip + n))
+        n += 8
+      } while (n < litLen)
     } else {
       memory.copy(op, ip, litLen)
     }

@@ -5,6 +5,7 @@
  */
 export { createProducer, Producer, type ProducerRecord, type RecordMetadata } from './producer/producer.js'
 export type { ProducerSettings } from './producer/config.js'
+export { IllegalStateException, ProducerFencedException, TransactionAbortedException, TransactionAbortableException, FatalTransactionException, type TxnState, type GroupMetadata, type OffsetsToCommit } from './producer/transactions.js'
 export * from './errors.js'
 export type { Transport, Link, LinkHandlers, BrokerAddress } from './transport/transport.js'
 export { loadCore } from './wasm/core.js'

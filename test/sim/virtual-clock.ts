@@ -1,8 +1,10 @@
 import type { Clock } from '../../src/edge/clock.js'
 
-interface Timer { id: number; at: number; seq: number; fn: () => void }
+interface Timer { id: number; at: number; seq: number; fn: () => void; stack?: string }
 
 /** Lets every pending promise callback run: a real macrotask boundary drains the microtask queue. */
+const DEBUG = typeof process !== 'undefined' && !!process.env.SIM_DEBUG_TIMERS
+
 export const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
 /**
@@ -26,7 +28,7 @@ export class VirtualClock implements Clock {
     const id = this.nextId++
     // Negative or NaN delays mean "as soon as possible", as with the real setTimeout.
     const delay = Number.isFinite(ms) && ms > 0 ? ms : 0
-    this.timers.set(id, { id, at: this.time + delay, seq: this.seq++, fn })
+    this.timers.set(id, { id, at: this.time + delay, seq: this.seq++, fn, stack: DEBUG ? new Error().stack : undefined })
     return id
   }
 
@@ -64,6 +66,7 @@ export class VirtualClock implements Clock {
       this.timers.delete(t.id)
       if (t.at > this.time) this.time = t.at
       this.fired++
+      if (DEBUG && step > maxSteps - 20) console.log(`t=${this.time} delay=${t.at - this.time}`, t.stack?.split('\n').slice(2, 6).join(' | '))
       t.fn()
     }
     throw new Error(`virtual clock: no quiescence after ${maxSteps} timer firings (a timer loop?)`)

@@ -29,7 +29,7 @@ function smallInputs(): Uint8Array[] {
 
 interface Stats { ok: number; errors: Record<string, number> }
 
-function fuzz(codec: CodecName, seeds: Uint8Array[], cases = CASES, seed = 12345): Stats {
+function fuzz(codec: CodecName, seeds: Uint8Array[], cases = CASES, seed = Number(process.env.CODEC_FUZZ_SEED ?? 12345)): Stats {
   const x = c.x
   const id = CODEC_IDS[codec]
   const r = rng(seed)

@@ -171,7 +171,7 @@ export class Connection {
     this.opts.clock.clearTimeout(entry.timer)
     let msg: Message
     try {
-      msg = decodeResponse(entry.api, entry.version, frame)
+      msg = decodeResponse(entry.api, entry.version === 0 || !isUnsupportedApiVersions(entry.api, frame) ? entry.version : 0, frame)
     } catch (e) {
       // A response we cannot parse leaves the stream position unknown: fail this request and the link.
       entry.reject(e as Error)
@@ -203,4 +203,12 @@ export class Connection {
   describe(): string {
     return `${this.address.host}:${this.address.port}${this.address.nodeId >= 0 ? ` (node ${this.address.nodeId})` : ''}`
   }
+}
+
+/**
+ * A broker that does not know the ApiVersions version we sent answers UNSUPPORTED_VERSION in the v0
+ * shape (so any client can read it); the error code is the first body field in every version.
+ */
+function isUnsupportedApiVersions(api: ApiSchema, frame: Uint8Array): boolean {
+  return api.key === ApiVersions.key && frame.length >= 6 && ((frame[4]! << 8) | frame[5]!) === 35
 }

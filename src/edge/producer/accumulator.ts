@@ -97,6 +97,8 @@ export class RecordAccumulator {
   private readonly drainIndex = new Map<number, number>()
   flushesInProgress = 0
   closed = false
+  /** Per topic, the learned compressed/uncompressed ratio (Java's CompressionRatioEstimator). */
+  private readonly ratios = new Map<string, number>()
 
   constructor(private readonly opts: AccumulatorOptions, readonly pool: BufferPool, private readonly core: Core, private readonly txn: TransactionManager | null) {}
 
@@ -115,9 +117,9 @@ export class RecordAccumulator {
   tryAppend(tp: TopicPartition, record: RecordInput, recordBytes: number, thunk: { resolve(md: RecordMetadata): void; reject(e: Error): void; timestamp: number }): { newBatch: boolean; batchFull: boolean } | null {
     const d = this.deque(tp)
     const last = d[d.length - 1]
-    if (last && last.open && last.recordCount > 0 && last.open.estimatedSizeWith(record) <= this.opts.batchSize) {
+    if (last && last.open && last.recordCount > 0 && this.estimate(tp.topic, last.open.estimatedSizeWith(record)) <= this.opts.batchSize) {
       last.append(record, thunk)
-      return { newBatch: false, batchFull: last.sizeInBytes >= this.opts.batchSize || d.length > 1 }
+      return { newBatch: false, batchFull: this.estimatedBytes(last) >= this.opts.batchSize || d.length > 1 }
     }
     const reserve = Math.max(this.opts.batchSize, recordBytes)
     if (!this.pool.tryReserve(reserve)) return null
@@ -126,13 +128,38 @@ export class RecordAccumulator {
     batch.append(record, thunk)
     d.push(batch)
     this.incomplete.add(batch)
-    return { newBatch: true, batchFull: d.length > 1 || batch.sizeInBytes >= this.opts.batchSize }
+    return { newBatch: true, batchFull: d.length > 1 || this.estimatedBytes(batch) >= this.opts.batchSize }
+  }
+
+  /**
+   * The size a batch will have on the wire. With a codec, batches are closed against batch.size using
+   * the ratio learned from recent batches of the topic (+5% margin, as Java), so compressed batches fill.
+   */
+  private estimate(topic: string, uncompressed: number): number {
+    if (this.opts.compression === 'none') return uncompressed
+    const ratio = this.ratios.get(topic) ?? 1
+    return 61 + Math.ceil((uncompressed - 61) * ratio * 1.05)
+  }
+
+  estimatedBytes(batch: ProducerBatch): number {
+    return batch.bytes ? batch.bytes.length : this.estimate(batch.tp.topic, batch.open!.uncompressedBytes)
+  }
+
+  /** Learns from a closed batch: improve slowly, deteriorate fast (Java's steps 0.005 and 0.05). */
+  private observeRatio(batch: ProducerBatch): void {
+    if (this.opts.compression === 'none' || !batch.bytes || batch.uncompressedBytes <= 61) return
+    const observed = (batch.bytes.length - 61) / (batch.uncompressedBytes - 61)
+    const current = this.ratios.get(batch.tp.topic) ?? 1
+    const next = observed < current ? Math.max(current - 0.005, observed) : Math.max(current + 0.05, observed)
+    this.ratios.set(batch.tp.topic, Math.min(next, 1))
   }
 
   /** A retry goes back to the head of its deque, in sequence order among other retries. */
   reenqueue(batch: ProducerBatch, now: number): void {
     batch.attempts++
     batch.lastAttemptMs = now
+    // Drawn once per attempt from the injected random, so every check of this backoff agrees.
+    batch.retryJitter = 0.8 + 0.4 * this.opts.random()
     const d = this.deque(batch.tp)
     if (!batch.hasSequence || !this.txn) { d.unshift(batch); return }
     // Java's insertInSequenceOrder: among the batches at the head that already have sequences.
@@ -141,11 +168,19 @@ export class RecordAccumulator {
     d.splice(i, 0, batch)
   }
 
-  private backoffMs(batch: ProducerBatch): number {
+  /**
+   * Java's ExponentialBackoff(retry.backoff.ms, 2, retry.backoff.max.ms, 0.2): the term is capped
+   * before the jitter and the result after it, and it is whole milliseconds so a due retry is never
+   * a hair short of due.
+   */
+  backoffMs(batch: ProducerBatch): number {
     if (batch.attempts === 0) return 0
-    const exp = Math.min(this.opts.retryBackoffMaxMs, this.opts.retryBackoffMs * 2 ** Math.min(batch.attempts - 1, 30))
-    // +-20% jitter as in Java's ExponentialBackoff, drawn once per attempt so the schedule is stable.
-    return exp * (0.8 + 0.4 * pseudoJitter(batch))
+    const initial = Math.min(this.opts.retryBackoffMs, this.opts.retryBackoffMaxMs)
+    const max = this.opts.retryBackoffMaxMs
+    const expMax = max > initial ? Math.log2(max / Math.max(initial, 1)) : 0
+    if (expMax === 0) return initial
+    const term = initial * 2 ** Math.min(batch.attempts - 1, expMax)
+    return Math.min(Math.floor(batch.retryJitter * term), max)
   }
 
   ready(cluster: Cluster, now: number): ReadyResult {
@@ -162,7 +197,7 @@ export class RecordAccumulator {
       const waited = now - first.lastAttemptMs
       const backingOff = first.inRetry && !leaderChanged(first, cluster) && waited < this.backoffMs(first)
       const timeToWait = backingOff ? this.backoffMs(first) : this.opts.lingerMs
-      const full = d.length > 1 || first.sizeInBytes >= this.opts.batchSize
+      const full = d.length > 1 || this.estimatedBytes(first) >= this.opts.batchSize
       const expired = waited >= timeToWait
       const sendable = full || expired || exhausted || this.closed || this.flushesInProgress > 0
       if (sendable && !backingOff) readyNodes.add(leader)
@@ -194,15 +229,17 @@ export class RecordAccumulator {
         const d = deques[(start + k) % deques.length]!
         const first = d[0]!
         if (first.inRetry && !leaderChanged(first, cluster) && now - first.lastAttemptMs < this.backoffMs(first)) continue
-        if (size + first.sizeInBytes > this.opts.maxRequestSize && ready.length > 0) break
+        if (size + this.estimatedBytes(first) > this.opts.maxRequestSize && ready.length > 0) break
         if (this.txn && !this.txn.canDrain(first)) continue
         d.shift()
         if (this.txn && !first.hasSequence) {
           const stamp = this.txn.stampAtDrain(first)!
           first.close(stamp)
           this.txn.addInflight(first)
+          this.observeRatio(first)
         } else if (!first.bytes) {
           first.close({ producerId: -1n, producerEpoch: -1, baseSequence: -1, transactional: false })
+          this.observeRatio(first)
         }
         first.drainedMs = now
         first.leaderEpochAtSend = cluster.topics.get(first.tp.topic)?.partitions[first.tp.partition]?.leaderEpoch ?? -1
@@ -232,11 +269,13 @@ export class RecordAccumulator {
 
   /** Splits a batch the broker refused as too large into batch.size pieces that keep its order. */
   split(batch: ProducerBatch): ProducerBatch[] {
+    // The estimate let this batch grow too large: start over from "no compression gain" (as Java).
+    this.ratios.set(batch.tp.topic, 1)
     const pieces: ProducerBatch[] = []
     let current: ProducerBatch | null = null
     for (let i = 0; i < batch.records.length; i++) {
       const record = batch.records[i]!
-      if (!current || current.open!.estimatedSizeWith(record) > this.opts.batchSize) {
+      if (!current || this.estimate(batch.tp.topic, current.open!.estimatedSizeWith(record)) > this.opts.batchSize) {
         const open = this.core.openBatch({ compression: this.opts.compression, level: this.opts.compressionLevel })
         current = new ProducerBatch(batch.tp, open, batch.createdMs, 0)
         pieces.push(current)
@@ -276,13 +315,4 @@ export class RecordAccumulator {
 function leaderChanged(batch: ProducerBatch, cluster: Cluster): boolean {
   const epoch = cluster.topics.get(batch.tp.topic)?.partitions[batch.tp.partition]?.leaderEpoch ?? -1
   return batch.leaderEpochAtSend >= 0 && epoch > batch.leaderEpochAtSend
-}
-
-/** A deterministic jitter in [0,1) per (batch, attempt), so simulation runs replay exactly. */
-function pseudoJitter(batch: ProducerBatch): number {
-  let h = (batch.createdMs * 2654435761 + batch.attempts * 40503 + batch.tp.partition * 97) >>> 0
-  h ^= h >>> 15
-  h = Math.imul(h, 0x2c1b3c6d) >>> 0
-  h ^= h >>> 12
-  return (h >>> 0) / 4294967296
 }

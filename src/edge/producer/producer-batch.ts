@@ -32,6 +32,8 @@ export class ProducerBatch {
   /** The appended records, kept only so a MESSAGE_TOO_LARGE batch can be split. */
   readonly records: RecordInput[] = []
   attempts = 0
+  /** The +-20% retry backoff factor for the current attempt. */
+  retryJitter = 1
   lastAttemptMs: number
   drainedMs = -1
   producerId = -1n
@@ -44,6 +46,8 @@ export class ProducerBatch {
   leaderEpochAtSend = -1
   done = false
   private doneWaiters: Array<() => void> | null = null
+  /** Size before compression, known once closed (for compression-rate-avg and the ratio estimate). */
+  uncompressedBytes = 0
   /** Buffer bytes reserved for this batch, returned when it completes. */
   reservedBytes: number
 
@@ -67,6 +71,7 @@ export class ProducerBatch {
 
   /** Closes the batch under the given producer state (at drain). */
   close(stamp: ProducerStamp): void {
+    if (this.open) this.uncompressedBytes = this.open.uncompressedBytes
     this.producerId = stamp.producerId
     this.producerEpoch = stamp.producerEpoch
     this.baseSequence = stamp.baseSequence

@@ -8,6 +8,7 @@ import { StickyPartitioner, partitionForKey } from './partitioner.js'
 import { topicPartition, type RecordMetadata } from './producer-batch.js'
 import { Sender } from './sender.js'
 import { TransactionManager } from './transaction-manager.js'
+import { IllegalStateException, TransactionCoordinatorClient, type GroupMetadata, type OffsetsToCommit } from './transactions.js'
 
 export type { RecordMetadata } from './producer-batch.js'
 
@@ -47,6 +48,8 @@ export class Producer {
   private accumulator!: RecordAccumulator
   sender!: Sender
   readonly txn: TransactionManager | null
+  /** The transactional state machine and coordinator client (transactional.id set), else null. */
+  readonly transactions: TransactionCoordinatorClient | null
   private partitioner: StickyPartitioner
   private readonly metricsRegistry: ProducerMetrics
   private readonly waiting: PendingSend[] = []
@@ -62,6 +65,16 @@ export class Producer {
     this.txn = c.idempotence ? new TransactionManager(c.transactionalId, (b, s) => {
       restamp(this.core!, b.bytes!, s)
       b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence; b.transactional = s.transactional
+    }) : null
+    this.transactions = c.transactionalId !== null && this.txn ? new TransactionCoordinatorClient({
+      transactionalId: c.transactionalId, transactionTimeoutMs: c.transactionTimeoutMs, retryBackoffMs: c.retryBackoffMs,
+      maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.txn,
+      host: {
+        hasIncomplete: () => this.waiting.length > 0 || (this.core !== null && this.accumulator.incomplete.size > 0),
+        flush: () => this.flush(),
+        abortUndrainedBatches: (e) => this.abortUndrainedBatches(e),
+        wakeupSender: () => this.sender?.wakeup(),
+      },
     }) : null
     this.partitioner = new StickyPartitioner(c.batchSize, c.partitionerAdaptive, c.random)
     this.metricsRegistry = new ProducerMetrics(c.clock)
@@ -90,12 +103,15 @@ export class Producer {
         clock: c.clock, random: c.random,
       }, this.pool, this.core, this.txn)
       this.sender = new Sender(c, this.cluster, this.accumulator, this.txn, this.metricsRegistry)
+      if (this.transactions) this.sender.txnHooks = this.transactions
     }
     await this.withDeadline(this.cluster.refresh(this.sender.topicsInUse), c.maxBlockMs, 'fetching cluster metadata from bootstrap.servers')
     this.sender.wakeup()
   }
 
   send(record: ProducerRecord): Promise<RecordMetadata> {
+    // A transactional producer sends only inside a transaction; like Java, this throws right away.
+    if (this.transactions && !this.closed) this.transactions.failIfNotReadyForSend()
     return new Promise<RecordMetadata>((resolve, reject) => {
       if (this.closed) return reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
       if (this.txn?.state === 'FATAL_ERROR') return reject(markDelivery(this.txn.fatalError!, false))
@@ -152,6 +168,11 @@ export class Producer {
     const queue = (i: number) => this.accumulator.queueSize(topicPartition(topic, i))
     if (partition === undefined) partition = keyed ? partitionForKey(p.record.key!, count) : this.partitioner.partition(topic, count, available(), queue)
     const tp = topicPartition(topic, partition)
+    const txnError = this.transactions?.maybeAddPartition(tp)
+    if (txnError) {
+      p.reject(markDelivery(txnError, false))
+      return true
+    }
     const result = this.accumulator.tryAppend(tp, p.record, size, { resolve: p.resolve, reject: p.reject, timestamp: p.record.timestamp })
     if (!result) return false
     if (p.partition === undefined && !keyed) this.partitioner.onAppend(topic, size, result.batchFull, count, available(), queue)
@@ -175,7 +196,10 @@ export class Producer {
         const c = this.config
         const deadline = p.startedMs + c.maxBlockMs
         try {
-          if (!this.core) await this.connect()
+          if (!this.core) {
+            // A bootstrap hiccup is not the record's failure: the metadata wait below retries until max.block.ms.
+            try { await this.connect() } catch (e) { if (!this.core) throw e }
+          }
           if (this.tryAppend(p)) { this.waiting.shift(); continue }
           const left = deadline - c.clock.now()
           if (left <= 0) throw this.blockTimeout(p)
@@ -255,6 +279,7 @@ export class Producer {
       this.pool.failWaiters(err)
       this.sender.close()
     }
+    this.transactions?.close()
     for (const p of this.waiting.splice(0)) p.reject(markDelivery(new ClosedError('the producer was closed before the record was sent'), false))
     this.cluster.close()
   }
@@ -268,6 +293,47 @@ export class Producer {
       uptimeMs: now - this.startedMs,
       inFlight: this.sender?.inFlightRequests ?? 0,
     })
+  }
+
+  // ---- transactions (transactional.id set) ----------------------------------------------------
+
+  private txnClient(): TransactionCoordinatorClient {
+    if (!this.transactions) throw new IllegalStateException('transactional method invoked on a non-transactional producer: set transactional.id')
+    if (this.closed) throw new ClosedError('the producer is closed; create a new one')
+    return this.transactions
+  }
+
+  /** Registers the transactional.id with its coordinator (fencing older producers with it). Call once, first. */
+  async initTransactions(): Promise<void> {
+    const t = this.txnClient()
+    await this.connect()
+    await t.initTransactions()
+  }
+
+  beginTransaction(): void { this.txnClient().beginTransaction() }
+
+  /** Adds consumed offsets (the next offset to read, per partition) for a group to the transaction. */
+  async sendOffsetsToTransaction(offsets: OffsetsToCommit, groupMetadata: GroupMetadata | string): Promise<void> {
+    await this.txnClient().sendOffsetsToTransaction(offsets, groupMetadata)
+  }
+
+  /** Waits for every record of the transaction, then commits it. */
+  async commitTransaction(): Promise<void> { await this.txnClient().commitTransaction() }
+
+  async abortTransaction(): Promise<void> { await this.txnClient().abortTransaction() }
+
+  /** Fails the transaction's records that were never sent (Java: abortUndrainedBatches). */
+  private abortUndrainedBatches(error: Error): void {
+    if (!this.core) return
+    for (const d of this.accumulator.deques.values()) {
+      for (let i = d.length - 1; i >= 0; i--) {
+        const b = d[i]!
+        if (b.hasSequence) continue
+        d.splice(i, 1)
+        b.fail(markDelivery(error, false))
+        this.accumulator.deallocate(b)
+      }
+    }
   }
 
   /** Partition count of a topic, fetching metadata if needed. */

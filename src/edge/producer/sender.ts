@@ -45,6 +45,8 @@ export class Sender {
   readonly topicsInUse = new Set<string>()
   /** Observers for tests: every Produce request as sent. */
   onProduceRequest: ((node: number, batches: readonly ProducerBatch[]) => void) | null = null
+  /** Set by the transactional producer (transactions.ts): Produce version ceiling and batch failures. */
+  txnHooks: { produceVersionCap(): number; batchFailed(error: Error): void } | null = null
 
   constructor(
     private readonly config: ProducerConfig,
@@ -89,10 +91,12 @@ export class Sender {
         this.failAll(txn.fatalError!)
         return
       }
-      txn.maybeResolveSequences()
+      const unresolved = txn.maybeResolveSequences()
+      if (unresolved) this.txnHooks?.batchFailed(unresolved)
       if (txn.bumpIdempotentEpochIfRequired()) this.metrics.epochBumps++
       if (!txn.hasProducerId) {
-        this.ensureProducerId(now)
+        // A transactional producer gets its id from initTransactions(), never here.
+        if (!txn.isTransactional) this.ensureProducerId(now)
         this.expire(now)
         this.scheduleNext(now, Infinity)
         return
@@ -189,6 +193,7 @@ export class Sender {
       records += b.recordCount
       this.inFlightBatches.add(b)
       this.metrics.batchSize.record(b.bytes!.length)
+      if (b.uncompressedBytes > 0 && this.config.compressionType !== 'none') this.metrics.compressionRate.record(b.bytes!.length / b.uncompressedBytes)
       this.metrics.recordQueueTime.record(now - b.createdMs)
     }
     this.metrics.recordsPerRequest.record(records)
@@ -212,7 +217,7 @@ export class Sender {
   }
 
   /** Transactions without TV2 stop at Produce v11; everything else at 12 (v13 needs topic ids). */
-  produceVersionCap(): number { return 12 }
+  produceVersionCap(): number { return this.txnHooks?.produceVersionCap() ?? 12 }
 
   private handleResponse(res: Message, batches: ProducerBatch[], expectResponse: boolean, sentMs: number): void {
     const now = this.config.clock.now()
@@ -274,7 +279,7 @@ export class Sender {
         this.succeed(batch, -1n, -1n)
         return
       }
-      if (FATAL.has(code) && this.txn) this.txn.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
+      if (FATAL.has(code) && this.txn && !this.txn.isTransactional) this.txn.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
       this.failBatch(batch, this.batchError(batch, pr), info.name, true, perRecordErrors(batch, pr))
       return
     }
@@ -327,6 +332,7 @@ export class Sender {
 
   failBatch(batch: ProducerBatch, error: Error, errorName: string | null, adjustSequences: boolean, perRecord?: Map<number, Error>): void {
     this.inFlightBatches.delete(batch)
+    if (this.txn?.isTransactional) this.txnHooks?.batchFailed(error)
     if (this.txn) this.txn.handleFailedBatch(batch, errorName, adjustSequences)
     this.metrics.recordError.record(batch.recordCount)
     this.metrics.totals.recordErrors += batch.recordCount

@@ -81,6 +81,8 @@ export class TransactionManager {
   epochBumpRequired = false
   /** Every epoch change, for tests and metrics: [producerId, epoch]. */
   readonly epochHistory: ProducerIdAndEpoch[] = []
+  /** Transactions: whether a partition may be drained yet (Java: isSendToPartitionAllowed), set by transactions.ts. */
+  sendAllowed: ((tp: TopicPartition) => boolean) | null = null
 
   constructor(readonly transactionalId: string | null, private readonly restamp: (b: ProducerBatch, s: ProducerStamp) => void) {}
 
@@ -126,6 +128,7 @@ export class TransactionManager {
   canDrain(first: ProducerBatch): boolean {
     if (!this.hasProducerId || this.state !== 'READY') return false
     const tp = first.tp
+    if (this.sendAllowed && !this.sendAllowed(tp)) return false
     if (!first.hasSequence) {
       // A new batch under a new epoch would start at sequence 0 and could overtake old-epoch batches.
       if (this.hasInflight(tp) && this.hasStaleProducerIdAndEpoch(tp)) return false

@@ -1,0 +1,95 @@
+import { createHmac, timingSafeEqual } from 'node:crypto'
+
+/**
+ * HS256 JWTs: the only token format the relay accepts. `alg` is pinned to HS256 (a token saying
+ * `none` or RS256 is forged by definition here), `exp`, `sub` and `aud` are required.
+ */
+export interface TokenClaims {
+  sub: string
+  aud: string | string[]
+  exp: number
+  nbf?: number
+  iat?: number
+  iss?: string
+  /** Topic patterns this principal may produce to and read metadata of (`*` matches any run of characters). */
+  topics?: string[]
+  /** Transactional id patterns this principal may use. */
+  transactional_ids?: string[]
+  /** Consumer group patterns (sendOffsetsToTransaction, FindCoordinator key type 0). */
+  groups?: string[]
+  [claim: string]: unknown
+}
+
+export type TokenResult =
+  | { ok: true; claims: TokenClaims }
+  | { ok: false; expired: boolean; reason: string }
+
+export interface VerifyOptions {
+  secrets: Uint8Array[]
+  audience: string
+  issuer?: string
+  clockSkewSec: number
+  nowSec: number
+}
+
+const b64url = (buf: Uint8Array): string => Buffer.from(buf).toString('base64url')
+const B64URL = /^[A-Za-z0-9_-]*$/
+
+function parsePart(part: string): Record<string, unknown> | null {
+  if (!B64URL.test(part)) return null
+  try {
+    const v: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'))
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null
+  } catch { return null }
+}
+
+const fail = (reason: string, expired = false): TokenResult => ({ ok: false, expired, reason })
+const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string')
+
+export function verifyToken(token: string, o: VerifyOptions): TokenResult {
+  if (token.length > 8192) return fail('token too long')
+  const parts = token.split('.')
+  if (parts.length !== 3) return fail('token is not a JWS compact serialisation')
+  const header = parsePart(parts[0]!)
+  if (!header || header.alg !== 'HS256') return fail('token header must say alg HS256')
+  if (header.crit !== undefined) return fail('token has critical header parameters the relay does not understand')
+  if (!B64URL.test(parts[2]!)) return fail('token signature is not base64url')
+  const given = Buffer.from(parts[2]!, 'base64url')
+  const signed = `${parts[0]}.${parts[1]}`
+  // Several secrets let operators rotate keys without a flag day.
+  const good = o.secrets.some((s) => {
+    const want = createHmac('sha256', s).update(signed).digest()
+    return want.length === given.length && timingSafeEqual(want, given)
+  })
+  if (!good) return fail('token signature does not verify')
+  const c = parsePart(parts[1]!)
+  if (!c) return fail('token payload is not a JSON object')
+  if (typeof c.sub !== 'string' || c.sub.length === 0 || c.sub.length > 256) return fail('token has no sub')
+  if (typeof c.exp !== 'number' || !Number.isFinite(c.exp)) return fail('token has no numeric exp')
+  const auds = typeof c.aud === 'string' ? [c.aud] : isStringList(c.aud) ? c.aud : []
+  if (!auds.includes(o.audience)) return fail(`token audience is not ${o.audience}`)
+  if (o.issuer !== undefined && c.iss !== o.issuer) return fail('token issuer is not trusted')
+  if (c.nbf !== undefined && (typeof c.nbf !== 'number' || c.nbf > o.nowSec + o.clockSkewSec)) return fail('token is not valid yet')
+  for (const k of ['topics', 'transactional_ids', 'groups'] as const) {
+    if (c[k] !== undefined && !isStringList(c[k])) return fail(`token claim ${k} must be a list of strings`)
+  }
+  if (c.exp <= o.nowSec - o.clockSkewSec) return fail('token expired', true)
+  return { ok: true, claims: c as TokenClaims }
+}
+
+/** Issues a token (tests, `kafka-edge token`, and token endpoints written in Node). */
+export function signToken(claims: Record<string, unknown>, secret: string | Uint8Array, header: Record<string, unknown> = { alg: 'HS256', typ: 'JWT' }): string {
+  const enc = (v: unknown) => b64url(Buffer.from(JSON.stringify(v)))
+  const signed = `${enc(header)}.${enc(claims)}`
+  return `${signed}.${b64url(createHmac('sha256', secret).update(signed).digest())}`
+}
+
+/** `*` matches any run of characters (dots included); everything else is literal. */
+export function compilePatterns(patterns: readonly string[] | undefined): (name: string) => boolean {
+  if (!patterns || patterns.length === 0) return () => false
+  if (patterns.includes('*')) return () => true
+  const exact = new Set(patterns.filter((p) => !p.includes('*')))
+  const globs = patterns.filter((p) => p.includes('*')).map((p) =>
+    new RegExp(`^${p.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\/-]/g, '\\$&')).join('.*')}$`, 's'))
+  return (name) => exact.has(name) || globs.some((g) => g.test(name))
+}

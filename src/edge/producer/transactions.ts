@@ -1,0 +1,875 @@
+import type { Clock } from '../clock.js'
+import { ClosedError, KafkaApiError, KafkaEdgeError, NetworkException, TimeoutException } from '../errors.js'
+import { AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, FindCoordinator, InitProducerId, Produce, TxnOffsetCommit, apiError, errorInfo, type ApiSchema, type Message } from '../protocol/index.js'
+import { topicPartition, type TopicPartition } from './producer-batch.js'
+import type { ProducerIdAndEpoch, TransactionManager } from './transaction-manager.js'
+
+// ---- errors ------------------------------------------------------------------------------------
+
+/** A transactional method was called in a state that does not allow it; the state is unchanged. */
+export class IllegalStateException extends KafkaEdgeError {}
+
+/** Another producer with the same transactional.id initialized: this one is a zombie. Fatal: close it. */
+export class ProducerFencedException extends KafkaEdgeError {}
+
+/** A record of a transaction that was aborted before the record was sent. */
+export class TransactionAbortedException extends KafkaEdgeError {}
+
+/**
+ * The transaction hit an error that aborts it: call abortTransaction(), then the producer can begin
+ * a new transaction. `cause` is the underlying error.
+ */
+export class TransactionAbortableException extends KafkaEdgeError {
+  readonly abortable = true
+}
+
+/** The producer hit an error it cannot recover from (see `cause`): close it and create a new one. */
+export class FatalTransactionException extends KafkaEdgeError {
+  readonly fatal = true
+}
+
+// ---- the state machine -------------------------------------------------------------------------
+
+export const TXN_STATES = ['UNINITIALIZED', 'INITIALIZING', 'READY', 'IN_TRANSACTION', 'COMMITTING_TRANSACTION', 'ABORTING_TRANSACTION', 'ABORTABLE_ERROR', 'FATAL_ERROR'] as const
+export type TxnState = typeof TXN_STATES[number]
+
+/** target -> the states it may be entered from (Java's TransactionManager.State.isTransitionValid). */
+const ALLOWED_FROM: Record<TxnState, readonly TxnState[]> = {
+  UNINITIALIZED: ['READY', 'ABORTABLE_ERROR'],
+  INITIALIZING: ['UNINITIALIZED', 'COMMITTING_TRANSACTION', 'ABORTING_TRANSACTION'],
+  READY: ['INITIALIZING', 'COMMITTING_TRANSACTION', 'ABORTING_TRANSACTION'],
+  IN_TRANSACTION: ['READY'],
+  COMMITTING_TRANSACTION: ['IN_TRANSACTION'],
+  ABORTING_TRANSACTION: ['IN_TRANSACTION', 'ABORTABLE_ERROR'],
+  ABORTABLE_ERROR: ['IN_TRANSACTION', 'COMMITTING_TRANSACTION', 'ABORTABLE_ERROR', 'INITIALIZING'],
+  FATAL_ERROR: TXN_STATES,
+}
+
+export function isTransitionValid(from: TxnState, to: TxnState): boolean {
+  return ALLOWED_FROM[to].includes(from)
+}
+
+/** Error codes that end the producer when a Produce batch fails inside a transaction (Java: maybeTransitionToErrorState). */
+const FATAL_BATCH_CODES = new Set([31, 35, 53, 90])
+
+const code = (name: string): number => ERR[name]!
+const ERR: Record<string, number> = {
+  NONE: 0, REQUEST_TIMED_OUT: 7, COORDINATOR_LOAD_IN_PROGRESS: 14, COORDINATOR_NOT_AVAILABLE: 15, NOT_COORDINATOR: 16,
+  ILLEGAL_GENERATION: 22, UNKNOWN_MEMBER_ID: 25, TOPIC_AUTHORIZATION_FAILED: 29, GROUP_AUTHORIZATION_FAILED: 30,
+  CLUSTER_AUTHORIZATION_FAILED: 31, UNSUPPORTED_FOR_MESSAGE_FORMAT: 43, INVALID_PRODUCER_EPOCH: 47, INVALID_TXN_STATE: 48,
+  INVALID_PRODUCER_ID_MAPPING: 49, CONCURRENT_TRANSACTIONS: 51, TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,
+  OPERATION_NOT_ATTEMPTED: 55, UNKNOWN_PRODUCER_ID: 59, FENCED_INSTANCE_ID: 82, PRODUCER_FENCED: 90, TRANSACTION_ABORTABLE: 120,
+}
+
+/** Coordinator key types of FindCoordinator. */
+export const enum CoordinatorType { GROUP = 0, TRANSACTION = 1 }
+
+/** After the first CONCURRENT_TRANSACTIONS of a transaction, AddPartitionsToTxn retries this soon (Java). */
+export const ADD_PARTITIONS_RETRY_BACKOFF_MS = 20
+
+const enum Priority { FIND_COORDINATOR = 0, INIT_PRODUCER_ID = 1, ADD_PARTITIONS_OR_OFFSETS = 2, END_TXN = 3, EPOCH_BUMP = 4 }
+
+/** The outcome of one transactional operation; the app may stop waiting (max.block.ms) and wait again. */
+export class TxnResult {
+  readonly promise: Promise<void>
+  completed = false
+  error: Error | null = null
+  /** The app has seen the outcome: a later call starts a new operation instead of resuming this one. */
+  acked = false
+  private resolveFn!: () => void
+  constructor(readonly operation: string) {
+    this.promise = new Promise<void>((resolve) => { this.resolveFn = resolve })
+  }
+  done(): void { if (!this.completed) { this.completed = true; this.resolveFn() } }
+  fail(e: Error): void { if (!this.completed) { this.error = e; this.completed = true; this.resolveFn() } }
+}
+
+/** The parts of a broker connection the coordinator client uses (Connection implements it). */
+export interface CoordinatorConnection {
+  request(api: ApiSchema, body: Message, opts?: { version?: number; cap?: number }): { response: Promise<Message> }
+  connect(): Promise<void>
+  versionFor(api: ApiSchema, cap?: number): number | null
+  readonly finalizedFeatures: Map<string, number>
+}
+
+/** The parts of the cluster the coordinator client uses (Cluster implements it). */
+export interface CoordinatorCluster {
+  anyConnection(): CoordinatorConnection
+  connection(nodeId: number): CoordinatorConnection
+  readonly brokers: Map<number, { host: string; port: number; nodeId: number }>
+}
+
+/** What the producer around the state machine provides: its batches, its sender. */
+export interface TransactionHost {
+  /** Any batch (or queued send) of the producer not yet completed. */
+  hasIncomplete(): boolean
+  /** Sends everything queued now and resolves once all of it completed. */
+  flush(): Promise<void>
+  /** Fails the records that were never sent (no sequence yet) with `error`. */
+  abortUndrainedBatches(error: Error): void
+  wakeupSender(): void
+}
+
+export interface TransactionsOptions {
+  transactionalId: string
+  transactionTimeoutMs: number
+  retryBackoffMs: number
+  maxBlockMs: number
+  clock: Clock
+  cluster: CoordinatorCluster
+  /** The idempotence bookkeeping (producer id/epoch, sequences) shared with the sender. */
+  idempotence: TransactionManager
+  host: TransactionHost
+}
+
+export interface OffsetToCommit { topic: string; partition: number; offset: number | bigint; metadata?: string | null; leaderEpoch?: number }
+export type OffsetsToCommit = ReadonlyArray<OffsetToCommit> | Record<string, Record<number, number | bigint>>
+export interface GroupMetadata { groupId: string; generationId?: number; memberId?: string; groupInstanceId?: string | null }
+
+interface CoordinatorNode { nodeId: number; host: string; port: number }
+
+abstract class TxnRequestHandler {
+  isRetry = false
+  readonly seq: number
+  constructor(protected readonly tm: TransactionCoordinatorClient, readonly result: TxnResult, readonly priority: Priority) {
+    this.seq = tm.nextSeq++
+  }
+  abstract readonly api: ApiSchema
+  /** Which coordinator the request goes to; null = any broker. */
+  coordinatorType(): CoordinatorType | null { return CoordinatorType.TRANSACTION }
+  coordinatorKey(): string { return this.tm.transactionalId }
+  get isEndTxn(): boolean { return false }
+  retryBackoffMs(): number { return this.tm.retryBackoffMs }
+  abstract body(): Message
+  /** Version rule: an exact version or a cap, given the negotiated range. */
+  versionOpts(): { version?: number; cap?: number } { return {} }
+  abstract handleResponse(res: Message): void
+
+  fatalError(e: Error): void { this.result.fail(e); this.tm.transitionToFatalError(e) }
+  abortableError(e: Error): void { this.result.fail(e); this.tm.transitionToAbortableError(e) }
+  /** Java's abortableErrorIfPossible: abortable with an epoch bump when the coordinator can bump, else fatal. */
+  abortableErrorIfPossible(e: Error): void {
+    if (this.tm.canBumpEpoch) { this.tm.epochBumpRequired = true; this.abortableError(e) } else this.fatalError(e)
+  }
+  reenqueue(): void { this.isRetry = true; this.tm.enqueue(this) }
+  lookupAndRetry(type: CoordinatorType = CoordinatorType.TRANSACTION, key = this.tm.transactionalId): void {
+    this.tm.lookupCoordinator(type, key)
+    this.reenqueue()
+  }
+}
+
+const fenced = (tm: TransactionCoordinatorClient) => new ProducerFencedException(
+  `producer with transactional.id ${JSON.stringify(tm.transactionalId)} (producer id ${tm.producerIdAndEpoch.producerId}, epoch ${tm.producerIdAndEpoch.epoch}) was fenced: another producer with the same transactional.id initialized, or the transaction timed out on the coordinator; close this producer`)
+
+class FindCoordinatorHandler extends TxnRequestHandler {
+  readonly api = FindCoordinator
+  constructor(tm: TransactionCoordinatorClient, readonly type: CoordinatorType, readonly key: string) {
+    super(tm, new TxnResult('FindCoordinator'), Priority.FIND_COORDINATOR)
+  }
+  override coordinatorType(): null { return null }
+  body(): Message { return { key: this.key, keyType: this.type, coordinatorKeys: [this.key] } }
+  handleResponse(res: Message): void {
+    const list = (res.coordinators ?? []) as Array<{ nodeId: number; host: string; port: number; errorCode: number; errorMessage: string | null }>
+    const c = list.length > 0 ? list[0]! : { nodeId: res.nodeId as number, host: res.host as string, port: res.port as number, errorCode: res.errorCode as number, errorMessage: res.errorMessage as string | null }
+    const err = c.errorCode
+    if (err === 0) {
+      this.tm.setCoordinator(this.type, this.key, { nodeId: c.nodeId, host: c.host, port: c.port })
+      this.result.done()
+    } else if (errorInfo(err).retriable) {
+      this.reenqueue()
+    } else if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED')) {
+      this.fatalError(apiError(err, `FindCoordinator for transactional.id ${this.key}`, c.errorMessage))
+    } else if (err === code('GROUP_AUTHORIZATION_FAILED') || err === code('TRANSACTION_ABORTABLE')) {
+      this.abortableError(apiError(err, `FindCoordinator for ${this.type === CoordinatorType.GROUP ? 'group' : 'transactional.id'} ${this.key}`, c.errorMessage))
+    } else {
+      this.fatalError(new FatalTransactionException(`could not find the ${this.type === CoordinatorType.GROUP ? 'group' : 'transaction'} coordinator for ${this.key}: ${errorInfo(err).name}`, { cause: apiError(err, 'FindCoordinator', c.errorMessage) }))
+    }
+  }
+}
+
+class InitProducerIdHandler extends TxnRequestHandler {
+  readonly api = InitProducerId
+  constructor(tm: TransactionCoordinatorClient, readonly current: ProducerIdAndEpoch, readonly isEpochBump: boolean) {
+    super(tm, new TxnResult('InitProducerId'), isEpochBump ? Priority.EPOCH_BUMP : Priority.INIT_PRODUCER_ID)
+  }
+  body(): Message {
+    return { transactionalId: this.tm.transactionalId, transactionTimeoutMs: this.tm.transactionTimeoutMs, producerId: this.current.producerId, producerEpoch: this.current.epoch }
+  }
+  handleResponse(res: Message): void {
+    const err = res.errorCode as number
+    if (err === 0) {
+      this.tm.adoptProducerId({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number }, true)
+      this.tm.transitionTo('READY')
+      this.result.done()
+    } else if (err === code('NOT_COORDINATOR') || err === code('COORDINATOR_NOT_AVAILABLE')) {
+      this.lookupAndRetry()
+    } else if (errorInfo(err).retriable) {
+      this.reenqueue()
+    } else if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('CLUSTER_AUTHORIZATION_FAILED')) {
+      this.abortableError(apiError(err, 'InitProducerId'))
+    } else if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) {
+      this.fatalError(fenced(this.tm))
+    } else if (err === code('TRANSACTION_ABORTABLE')) {
+      this.abortableError(apiError(err, 'InitProducerId'))
+    } else {
+      this.fatalError(new FatalTransactionException(`unexpected error in InitProducerId: ${errorInfo(err).name}`, { cause: apiError(err, 'InitProducerId') }))
+    }
+  }
+}
+
+class AddPartitionsToTxnHandler extends TxnRequestHandler {
+  readonly api = AddPartitionsToTxn
+  private backoff: number
+  constructor(tm: TransactionCoordinatorClient, readonly partitions: TopicPartition[]) {
+    super(tm, new TxnResult('AddPartitionsToTxn'), Priority.ADD_PARTITIONS_OR_OFFSETS)
+    this.backoff = tm.retryBackoffMs
+  }
+  override retryBackoffMs(): number { return Math.min(this.tm.retryBackoffMs, this.backoff) }
+  override versionOpts() { return { cap: 3 } }
+  body(): Message {
+    const byTopic = new Map<string, number[]>()
+    for (const tp of this.partitions) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition])
+    const pe = this.tm.producerIdAndEpoch
+    return { transactionalId: this.tm.transactionalId, producerId: pe.producerId, producerEpoch: pe.epoch, topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })) }
+  }
+  handleResponse(res: Message): void {
+    this.backoff = this.tm.retryBackoffMs
+    const errors: Array<[TopicPartition, number]> = []
+    for (const t of res.results as Array<{ name: string; partitions: Array<{ partitionIndex: number; errorCode: number }> }>) {
+      for (const p of t.partitions) errors.push([topicPartition(t.name, p.partitionIndex), p.errorCode])
+    }
+    let hasPartitionErrors = false
+    const unauthorized = new Set<string>()
+    for (const [tp, err] of errors) {
+      if (err === 0) continue
+      if (err === code('COORDINATOR_NOT_AVAILABLE') || err === code('NOT_COORDINATOR')) return this.lookupAndRetry()
+      if (err === code('CONCURRENT_TRANSACTIONS')) {
+        // The previous transaction is still completing: retry soon if nothing was added yet.
+        if (this.tm.partitionsInTransaction.size === 0) this.backoff = ADD_PARTITIONS_RETRY_BACKOFF_MS
+        return this.reenqueue()
+      }
+      if (errorInfo(err).retriable) return this.reenqueue()
+      if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) return this.fatalError(fenced(this.tm))
+      if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('INVALID_TXN_STATE')) return this.fatalError(apiError(err, `AddPartitionsToTxn for ${tp.topic}-${tp.partition}`))
+      if (err === code('TOPIC_AUTHORIZATION_FAILED')) unauthorized.add(tp.topic)
+      else if (err === code('UNKNOWN_PRODUCER_ID') || err === code('INVALID_PRODUCER_ID_MAPPING')) return this.abortableErrorIfPossible(apiError(err, 'AddPartitionsToTxn'))
+      else if (err === code('TRANSACTION_ABORTABLE')) return this.abortableError(apiError(err, 'AddPartitionsToTxn'))
+      else hasPartitionErrors = true
+    }
+    for (const [tp] of errors) this.tm.pendingPartitions.delete(tp.key)
+    if (unauthorized.size > 0) {
+      this.abortableError(Object.assign(apiError(code('TOPIC_AUTHORIZATION_FAILED'), `AddPartitionsToTxn for topics ${[...unauthorized].join(', ')}`), {}))
+    } else if (hasPartitionErrors) {
+      this.abortableError(new KafkaEdgeError(`could not add partitions to the transaction: ${errors.filter(([, e]) => e !== 0).map(([tp, e]) => `${tp.topic}-${tp.partition}: ${errorInfo(e).name}`).join(', ')}`))
+    } else {
+      for (const [tp] of errors) this.tm.partitionsInTransaction.set(tp.key, tp)
+      this.tm.transactionStarted = true
+      this.result.done()
+      this.tm.host.wakeupSender()
+    }
+  }
+}
+
+class EndTxnHandler extends TxnRequestHandler {
+  readonly api = EndTxn
+  constructor(tm: TransactionCoordinatorClient, readonly committed: boolean, readonly tv2: boolean) {
+    super(tm, new TxnResult(`EndTxn(${committed ? 'commit' : 'abort'})`), Priority.END_TXN)
+  }
+  override get isEndTxn(): boolean { return true }
+  override versionOpts() { return this.tv2 ? { version: 5 } : { cap: 4 } }
+  body(): Message {
+    const pe = this.tm.producerIdAndEpoch
+    return { transactionalId: this.tm.transactionalId, producerId: pe.producerId, producerEpoch: pe.epoch, committed: this.committed }
+  }
+  handleResponse(res: Message): void {
+    const err = res.errorCode as number
+    if (err === 0) {
+      // Transaction v2: the coordinator bumped the epoch (or, at its end, gave a new producer id at epoch 0).
+      if (this.tv2) {
+        const pid = res.producerId as bigint
+        const epoch = res.producerEpoch as number
+        if (pid >= 0n && epoch >= 0) this.tm.adoptProducerId({ producerId: pid, epoch }, true)
+      }
+      this.tm.completeTransaction()
+      this.result.done()
+    } else if (err === code('COORDINATOR_NOT_AVAILABLE') || err === code('NOT_COORDINATOR')) {
+      this.lookupAndRetry()
+    } else if (errorInfo(err).retriable) {
+      this.reenqueue()
+    } else if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) {
+      this.fatalError(fenced(this.tm))
+    } else if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('INVALID_TXN_STATE')) {
+      this.fatalError(apiError(err, this.result.operation))
+    } else if (err === code('UNKNOWN_PRODUCER_ID') || err === code('INVALID_PRODUCER_ID_MAPPING')) {
+      this.abortableErrorIfPossible(apiError(err, this.result.operation))
+    } else if (err === code('TRANSACTION_ABORTABLE')) {
+      this.abortableError(apiError(err, this.result.operation))
+    } else {
+      this.fatalError(new FatalTransactionException(`unhandled error in EndTxn: ${errorInfo(err).name}`, { cause: apiError(err, 'EndTxn') }))
+    }
+  }
+}
+
+class AddOffsetsToTxnHandler extends TxnRequestHandler {
+  readonly api = AddOffsetsToTxn
+  constructor(tm: TransactionCoordinatorClient, readonly offsets: OffsetToCommit[], readonly group: Required<GroupMetadata>) {
+    super(tm, new TxnResult('AddOffsetsToTxn'), Priority.ADD_PARTITIONS_OR_OFFSETS)
+  }
+  override versionOpts() { return { cap: 4 } }
+  body(): Message {
+    const pe = this.tm.producerIdAndEpoch
+    return { transactionalId: this.tm.transactionalId, producerId: pe.producerId, producerEpoch: pe.epoch, groupId: this.group.groupId }
+  }
+  handleResponse(res: Message): void {
+    const err = res.errorCode as number
+    if (err === 0) {
+      // The result completes only when the TxnOffsetCommit that follows does.
+      this.tm.enqueue(new TxnOffsetCommitHandler(this.tm, this.result, this.offsets, this.group, false))
+      this.tm.transactionStarted = true
+    } else if (err === code('COORDINATOR_NOT_AVAILABLE') || err === code('NOT_COORDINATOR')) {
+      this.lookupAndRetry()
+    } else if (errorInfo(err).retriable) {
+      this.reenqueue()
+    } else if (err === code('UNKNOWN_PRODUCER_ID') || err === code('INVALID_PRODUCER_ID_MAPPING')) {
+      this.abortableErrorIfPossible(apiError(err, 'AddOffsetsToTxn'))
+    } else if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) {
+      this.fatalError(fenced(this.tm))
+    } else if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('INVALID_TXN_STATE')) {
+      this.fatalError(apiError(err, 'AddOffsetsToTxn'))
+    } else if (err === code('GROUP_AUTHORIZATION_FAILED') || err === code('TRANSACTION_ABORTABLE')) {
+      this.abortableError(apiError(err, `AddOffsetsToTxn for group ${this.group.groupId}`))
+    } else {
+      this.fatalError(new FatalTransactionException(`unexpected error in AddOffsetsToTxn: ${errorInfo(err).name}`, { cause: apiError(err, 'AddOffsetsToTxn') }))
+    }
+  }
+}
+
+class TxnOffsetCommitHandler extends TxnRequestHandler {
+  readonly api = TxnOffsetCommit
+  /** Partitions still to commit: retriable per-partition errors keep theirs here. */
+  private pending: Map<string, OffsetToCommit>
+  constructor(tm: TransactionCoordinatorClient, result: TxnResult, offsets: OffsetToCommit[], readonly group: Required<GroupMetadata>, readonly tv2: boolean) {
+    super(tm, result, Priority.ADD_PARTITIONS_OR_OFFSETS)
+    this.pending = new Map(offsets.map((o) => [`${o.topic}:${o.partition}`, o]))
+  }
+  override coordinatorType(): CoordinatorType { return CoordinatorType.GROUP }
+  override coordinatorKey(): string { return this.group.groupId }
+  override versionOpts() { return this.tv2 ? { version: 5 } : { cap: 4 } }
+  body(): Message {
+    const pe = this.tm.producerIdAndEpoch
+    const byTopic = new Map<string, Message[]>()
+    for (const o of this.pending.values()) {
+      byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partitionIndex: o.partition, committedOffset: BigInt(o.offset), committedLeaderEpoch: o.leaderEpoch ?? -1, committedMetadata: o.metadata ?? '' }])
+    }
+    return {
+      transactionalId: this.tm.transactionalId, groupId: this.group.groupId, producerId: pe.producerId, producerEpoch: pe.epoch,
+      generationId: this.group.generationId, memberId: this.group.memberId, groupInstanceId: this.group.groupInstanceId,
+      topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })),
+    }
+  }
+  handleResponse(res: Message): void {
+    let reloaded = false
+    const what = `TxnOffsetCommit for group ${this.group.groupId}`
+    outer: for (const t of res.topics as Array<{ name: string; partitions: Array<{ partitionIndex: number; errorCode: number }> }>) {
+      for (const p of t.partitions) {
+        const err = p.errorCode
+        const key = `${t.name}:${p.partitionIndex}`
+        if (err === 0) { this.pending.delete(key); continue }
+        if (err === code('COORDINATOR_NOT_AVAILABLE') || err === code('NOT_COORDINATOR') || err === code('REQUEST_TIMED_OUT')) {
+          if (!reloaded) { reloaded = true; this.tm.lookupCoordinator(CoordinatorType.GROUP, this.group.groupId) }
+        } else if (errorInfo(err).retriable) {
+          continue
+        } else if (err === code('GROUP_AUTHORIZATION_FAILED') || err === code('FENCED_INSTANCE_ID') || err === code('TRANSACTION_ABORTABLE')) {
+          this.abortableError(apiError(err, what)); break outer
+        } else if (err === code('UNKNOWN_MEMBER_ID') || err === code('ILLEGAL_GENERATION')) {
+          this.abortableError(Object.assign(new KafkaEdgeError(`transactional offset commit failed: the consumer group metadata does not match (${errorInfo(err).name}); abort the transaction`), { name: 'CommitFailedException' })); break outer
+        } else if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) {
+          this.fatalError(fenced(this.tm)); break outer
+        } else if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('UNSUPPORTED_FOR_MESSAGE_FORMAT')) {
+          this.fatalError(apiError(err, what)); break outer
+        } else {
+          this.fatalError(new FatalTransactionException(`unexpected error in TxnOffsetCommit: ${errorInfo(err).name}`, { cause: apiError(err, what) })); break outer
+        }
+      }
+    }
+    if (this.result.completed) this.pending.clear()
+    else if (this.pending.size === 0) this.result.done()
+    else this.reenqueue()
+  }
+}
+
+/**
+ * The transactional producer's state machine and coordinator client (Java's TransactionManager,
+ * transactional half). It holds the transaction state, the partitions and offsets of the current
+ * transaction, and a priority queue of coordinator requests of which exactly one is in flight at a
+ * time, in Java's order: FindCoordinator, InitProducerId, AddPartitionsToTxn / AddOffsetsToTxn /
+ * TxnOffsetCommit, EndTxn, epoch-bump InitProducerId. Produce requests stay with the Sender; they
+ * consult `isSendToPartitionAllowed` (through the idempotence manager) and report failed batches here.
+ *
+ * Transaction v2 (KIP-890) is used when the coordinator's finalized transaction.version is >= 2 and it
+ * speaks EndTxn v5 and Produce v12: partitions join implicitly with the first Produce, offsets go
+ * straight to the group coordinator, and every EndTxn returns the next epoch (or a new producer id).
+ */
+export class TransactionCoordinatorClient {
+  readonly transactionalId: string
+  readonly transactionTimeoutMs: number
+  readonly retryBackoffMs: number
+  readonly host: TransactionHost
+  private readonly clock: Clock
+  private readonly cluster: CoordinatorCluster
+  private readonly idem: TransactionManager
+  private maxBlockMs: number
+
+  state: TxnState = 'UNINITIALIZED'
+  lastError: Error | null = null
+  epochBumpRequired = false
+  transactionStarted = false
+  /** Transaction v2 in use for the current transaction (decided at beginTransaction). */
+  tv2 = false
+  /** What the transaction coordinator supports, learned from its ApiVersions. */
+  coordinatorSupportsTv2 = false
+  canBumpEpoch = true
+  readonly newPartitions = new Map<string, TopicPartition>()
+  readonly pendingPartitions = new Map<string, TopicPartition>()
+  readonly partitionsInTransaction = new Map<string, TopicPartition>()
+  transactionCoordinator: CoordinatorNode | null = null
+  private readonly groupCoordinators = new Map<string, CoordinatorNode>()
+
+  private readonly queue: TxnRequestHandler[] = []
+  nextSeq = 0
+  private inFlight: TxnRequestHandler | null = null
+  private pumpTimer: unknown = null
+  private pumpAt = Infinity
+  private waitingForBatches = false
+  private pendingTransition: { result: TxnResult; state: TxnState; operation: string } | null = null
+  private closed = false
+
+  /** Requests sent per API name (retries included): tells which protocol path ran. */
+  readonly requestsSent: Record<string, number> = {}
+  /** Observer for tests: each coordinator request as it is sent. */
+  onRequest: ((api: string, version: number | undefined, body: Message, nodeId: number) => void) | null = null
+  /** Every state change, for tests: [from, to]. */
+  readonly transitions: Array<[TxnState, TxnState]> = []
+
+  constructor(opts: TransactionsOptions) {
+    this.transactionalId = opts.transactionalId
+    this.transactionTimeoutMs = opts.transactionTimeoutMs
+    this.retryBackoffMs = opts.retryBackoffMs
+    this.maxBlockMs = opts.maxBlockMs
+    this.clock = opts.clock
+    this.cluster = opts.cluster
+    this.idem = opts.idempotence
+    this.host = opts.host
+    // The accumulator drains a partition only once it is part of the transaction.
+    this.idem.sendAllowed = (tp) => this.isSendToPartitionAllowed(tp)
+  }
+
+  get producerIdAndEpoch(): ProducerIdAndEpoch { return this.idem.producerIdAndEpoch }
+  get hasProducerId(): boolean { return this.idem.hasProducerId }
+  get hasError(): boolean { return this.state === 'ABORTABLE_ERROR' || this.state === 'FATAL_ERROR' }
+  get isCompleting(): boolean { return this.state === 'COMMITTING_TRANSACTION' || this.state === 'ABORTING_TRANSACTION' }
+  get hasInFlightRequest(): boolean { return this.inFlight !== null }
+  get pendingRequests(): readonly string[] { return [...this.queue].sort(byPriority).map((h) => h.api.name) }
+
+  // ---- the application's calls -----------------------------------------------------------------
+
+  /** Gets a producer id and epoch for the transactional.id, fencing older producers with it. */
+  async initTransactions(): Promise<void> {
+    const r = this.initializeTransactions()
+    await this.await(r)
+  }
+
+  beginTransaction(): void {
+    this.throwIfPendingState('beginTransaction')
+    this.maybeFailWithError()
+    this.transitionTo('IN_TRANSACTION')
+    this.tv2 = this.coordinatorSupportsTv2
+  }
+
+  async sendOffsetsToTransaction(offsets: OffsetsToCommit, groupMetadata: GroupMetadata | string): Promise<void> {
+    const group = normalizeGroup(groupMetadata)
+    const list = normalizeOffsets(offsets)
+    this.throwIfPendingState('sendOffsetsToTransaction')
+    this.maybeFailWithError()
+    if (this.state !== 'IN_TRANSACTION') throw new IllegalStateException(`cannot send offsets when no transaction is in progress (state ${this.state}); call beginTransaction() first`)
+    let result: TxnResult
+    if (this.tv2) {
+      // Transaction v2: TxnOffsetCommit v5 goes straight to the group coordinator.
+      result = new TxnResult('TxnOffsetCommit')
+      this.enqueue(new TxnOffsetCommitHandler(this, result, list, group, true))
+      this.transactionStarted = true
+    } else {
+      const h = new AddOffsetsToTxnHandler(this, list, group)
+      this.enqueue(h)
+      result = h.result
+    }
+    await this.await(result, false)
+  }
+
+  async commitTransaction(): Promise<void> {
+    const r = this.handleCachedResult(() => {
+      this.maybeFailWithError()
+      this.transitionTo('COMMITTING_TRANSACTION')
+      return this.beginCompletingTransaction(true)
+    }, 'COMMITTING_TRANSACTION', 'commitTransaction')
+    await this.await(r)
+  }
+
+  async abortTransaction(): Promise<void> {
+    const r = this.handleCachedResult(() => {
+      if (this.state !== 'ABORTABLE_ERROR') this.maybeFailWithError()
+      this.transitionTo('ABORTING_TRANSACTION')
+      this.newPartitions.clear()
+      // Records not yet sent never will be; those in flight complete before EndTxn goes out.
+      this.host.abortUndrainedBatches(new TransactionAbortedException('the transaction was aborted before the record was sent'))
+      return this.beginCompletingTransaction(false)
+    }, 'ABORTING_TRANSACTION', 'abortTransaction')
+    await this.await(r)
+  }
+
+  /** send() checks (Java: failIfNotReadyForSend). Throws synchronously. */
+  failIfNotReadyForSend(): void {
+    if (this.hasError) {
+      if (this.state === 'FATAL_ERROR' && this.lastError instanceof ProducerFencedException) throw fenced(this)
+      throw this.errorStateException('send')
+    }
+    if (!this.hasProducerId) throw new IllegalStateException("cannot send before initTransactions() completed on a transactional producer (Java: IllegalStateException: Cannot perform a 'send' before completing a call to initTransactions)")
+    if (this.state !== 'IN_TRANSACTION') throw new IllegalStateException(`cannot send in state ${this.state}: a transactional producer sends only inside a transaction; call beginTransaction() first (Java: Cannot perform operation without a transaction)`)
+  }
+
+  /**
+   * The record is about to be appended to `tp`: make the partition part of the transaction. Returns an
+   * error for the record instead when the transaction can no longer take records.
+   */
+  maybeAddPartition(tp: TopicPartition): Error | null {
+    if (this.state === 'ABORTING_TRANSACTION') return new TransactionAbortedException('the transaction was aborted before the record was appended')
+    if (this.hasError) return this.errorStateException('send')
+    if (this.state !== 'IN_TRANSACTION') return new IllegalStateException(`cannot add partition ${tp.topic}-${tp.partition} to the transaction in state ${this.state}`)
+    if (this.partitionsInTransaction.has(tp.key) || this.newPartitions.has(tp.key) || this.pendingPartitions.has(tp.key)) return null
+    if (this.tv2) {
+      // Produce v12 adds the partition on the broker side.
+      this.partitionsInTransaction.set(tp.key, tp)
+      this.transactionStarted = true
+      return null
+    }
+    this.newPartitions.set(tp.key, tp)
+    this.schedule(0)
+    return null
+  }
+
+  isSendToPartitionAllowed(tp: TopicPartition): boolean {
+    if (this.state === 'FATAL_ERROR') return false
+    return this.partitionsInTransaction.has(tp.key)
+  }
+
+  /** Produce version ceiling: v12 adds partitions implicitly (TV2); without TV2 stay at 11. */
+  produceVersionCap(): number { return this.tv2 ? 12 : 11 }
+
+  /** A Produce batch of the transaction failed for good (Java: maybeTransitionToErrorState). */
+  batchFailed(error: Error): void {
+    const c = error instanceof KafkaApiError ? error.code : null
+    if (c !== null && FATAL_BATCH_CODES.has(c)) {
+      this.transitionToFatalError(c === code('PRODUCER_FENCED') ? fenced(this) : error)
+      return
+    }
+    if (this.state === 'FATAL_ERROR') return
+    if (this.canBumpEpoch && !this.isCompleting) this.epochBumpRequired = true
+    this.transitionToAbortableError(error)
+  }
+
+  close(): void {
+    this.closed = true
+    if (this.pumpTimer !== null) this.clock.clearTimeout(this.pumpTimer)
+    const e = new ClosedError('the producer was closed')
+    for (const h of this.queue.splice(0)) h.result.fail(e)
+    this.inFlight?.result.fail(e)
+    this.pendingTransition?.result.fail(e)
+  }
+
+  // ---- state --------------------------------------------------------------------------------------
+
+  transitionTo(target: TxnState, error: Error | null = null): void {
+    if (!isTransitionValid(this.state, target)) {
+      throw new IllegalStateException(`transactional.id ${JSON.stringify(this.transactionalId)}: invalid transition attempted from state ${this.state} to state ${target}`)
+    }
+    if (target === 'FATAL_ERROR' || target === 'ABORTABLE_ERROR') this.lastError = error
+    else this.lastError = null
+    this.transitions.push([this.state, target])
+    this.state = target
+  }
+
+  transitionToAbortableError(e: Error): void {
+    if (this.state === 'ABORTING_TRANSACTION' || this.state === 'FATAL_ERROR') return
+    if (!isTransitionValid(this.state, 'ABORTABLE_ERROR')) return
+    this.transitionTo('ABORTABLE_ERROR', e)
+    // Nothing more of this transaction goes out: records not yet sent fail now.
+    this.host.abortUndrainedBatches(e)
+  }
+
+  transitionToFatalError(e: Error): void {
+    if (this.state === 'FATAL_ERROR') return
+    this.transitionTo('FATAL_ERROR', e)
+    this.idem.transitionToFatal(e)
+    this.pendingTransition?.result.fail(e)
+    this.host.abortUndrainedBatches(e)
+    this.host.wakeupSender()
+  }
+
+  /** New producer id/epoch: every partition's sequences restart at 0 under it. */
+  adoptProducerId(pe: ProducerIdAndEpoch, resetSequences: boolean): void {
+    this.idem.initialized(pe)
+    if (resetSequences) {
+      this.idem.unresolved.clear()
+      this.idem.epochBumpRequired = false
+    }
+  }
+
+  completeTransaction(): void {
+    this.transitionTo(this.epochBumpRequired && !this.tv2 ? 'INITIALIZING' : 'READY')
+    this.lastError = null
+    this.epochBumpRequired = false
+    this.transactionStarted = false
+    this.newPartitions.clear()
+    this.pendingPartitions.clear()
+    this.partitionsInTransaction.clear()
+  }
+
+  private initializeTransactions(current: ProducerIdAndEpoch | null = null): TxnResult {
+    this.maybeFailWithError()
+    const isEpochBump = current !== null
+    return this.handleCachedResult(() => {
+      // An epoch bump changes state while EndTxn is handled; a first init starts here.
+      if (!isEpochBump) this.transitionTo('INITIALIZING')
+      const h = new InitProducerIdHandler(this, current ?? { producerId: -1n, epoch: -1 }, isEpochBump)
+      this.enqueue(h)
+      return h.result
+    }, 'INITIALIZING', 'initTransactions')
+  }
+
+  private beginCompletingTransaction(committed: boolean): TxnResult {
+    if (this.newPartitions.size > 0) this.enqueue(this.addPartitionsHandler())
+    // INVALID_PRODUCER_ID_MAPPING: the coordinator would refuse EndTxn; go straight to InitProducerId.
+    const pidMapping = this.lastError instanceof KafkaApiError && this.lastError.code === code('INVALID_PRODUCER_ID_MAPPING')
+    if (!pidMapping || this.tv2) {
+      const h = new EndTxnHandler(this, committed, this.tv2)
+      this.enqueue(h)
+      // Transaction v2 bumps the epoch in EndTxn itself.
+      if (!this.epochBumpRequired || this.tv2) return h.result
+    }
+    const bump = new InitProducerIdHandler(this, this.producerIdAndEpoch, true)
+    this.enqueue(bump)
+    return bump.result
+  }
+
+  private addPartitionsHandler(): AddPartitionsToTxnHandler {
+    for (const [k, tp] of this.newPartitions) this.pendingPartitions.set(k, tp)
+    this.newPartitions.clear()
+    return new AddPartitionsToTxnHandler(this, [...this.pendingPartitions.values()])
+  }
+
+  private maybeFailWithError(): void {
+    if (!this.hasError) return
+    if (this.lastError instanceof ProducerFencedException) throw fenced(this)
+    throw this.errorStateException('this transactional method')
+  }
+
+  private errorStateException(what: string): Error {
+    const cause = this.lastError
+    if (this.state === 'FATAL_ERROR') {
+      return new FatalTransactionException(`cannot execute ${what}: the producer hit a fatal error (${cause?.name}: ${cause?.message}); close it and create a new one`, { cause })
+    }
+    return new TransactionAbortableException(`cannot execute ${what}: the transaction hit an error (${cause?.name}: ${cause?.message}); call abortTransaction() and start a new one`, { cause })
+  }
+
+  private throwIfPendingState(operation: string): void {
+    const p = this.pendingTransition
+    if (!p) return
+    if (p.result.acked) { this.pendingTransition = null; return }
+    throw new IllegalStateException(`cannot ${operation}: the previous call to ${p.operation} timed out and must be called again to complete`)
+  }
+
+  private handleCachedResult(supplier: () => TxnResult, nextState: TxnState, operation: string): TxnResult {
+    const p = this.pendingTransition
+    if (p) {
+      if (p.result.acked) this.pendingTransition = null
+      else if (p.state !== nextState) throw new IllegalStateException(`cannot ${operation}: the previous call to ${p.operation} timed out and must be called again to complete`)
+      else return p.result
+    }
+    const result = supplier()
+    this.pendingTransition = { result, state: nextState, operation }
+    return result
+  }
+
+  /** Waits up to max.block.ms; a timeout leaves the operation pending so the same call resumes it. */
+  private async await(result: TxnResult, cached = true): Promise<void> {
+    this.schedule(0)
+    this.host.wakeupSender()
+    if (!result.completed) {
+      let timer: unknown = null
+      const timedOut = await Promise.race([
+        result.promise.then(() => false),
+        new Promise<boolean>((resolve) => { timer = this.clock.setTimeout(() => resolve(true), this.maxBlockMs) }),
+      ])
+      this.clock.clearTimeout(timer)
+      if (timedOut) {
+        throw new TimeoutException(`${cached ? this.pendingTransition?.operation ?? result.operation : result.operation} did not complete within max.block.ms (${this.maxBlockMs} ms); call it again to resume waiting for the same operation`)
+      }
+    }
+    result.acked = true
+    if (result.error) throw result.error
+  }
+
+  // ---- the coordinator request queue ----------------------------------------------------------
+
+  enqueue(h: TxnRequestHandler): void {
+    this.queue.push(h)
+    this.schedule(0)
+  }
+
+  lookupCoordinator(type: CoordinatorType, key: string): void {
+    if (type === CoordinatorType.GROUP) this.groupCoordinators.delete(key)
+    else this.transactionCoordinator = null
+    if (this.queue.some((h) => h instanceof FindCoordinatorHandler && h.type === type && h.key === key)) return
+    this.enqueue(new FindCoordinatorHandler(this, type, key))
+  }
+
+  setCoordinator(type: CoordinatorType, key: string, node: CoordinatorNode): void {
+    if (type === CoordinatorType.GROUP) this.groupCoordinators.set(key, node)
+    else this.transactionCoordinator = node
+  }
+
+  coordinator(type: CoordinatorType, key: string): CoordinatorNode | null {
+    return type === CoordinatorType.GROUP ? this.groupCoordinators.get(key) ?? null : this.transactionCoordinator
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.closed) return
+    const at = this.clock.now() + delayMs
+    if (this.pumpTimer !== null && this.pumpAt <= at) return
+    if (this.pumpTimer !== null) this.clock.clearTimeout(this.pumpTimer)
+    this.pumpAt = at
+    this.pumpTimer = this.clock.setTimeout(() => { this.pumpTimer = null; this.pumpAt = Infinity; this.pump() }, delayMs)
+  }
+
+  private nextRequest(): TxnRequestHandler | null {
+    if (this.newPartitions.size > 0) this.queue.push(this.addPartitionsHandler())
+    for (;;) {
+      this.queue.sort(byPriority)
+      const next = this.queue[0]
+      if (!next) return null
+      // EndTxn waits for every batch of the transaction to complete.
+      if (next.isEndTxn && this.host.hasIncomplete()) {
+        if (!this.waitingForBatches) {
+          this.waitingForBatches = true
+          this.host.flush().catch(() => {}).finally(() => { this.waitingForBatches = false; this.schedule(0) })
+        }
+        return null
+      }
+      this.queue.shift()
+      if (this.hasError && !(this.state === 'ABORTABLE_ERROR' && next instanceof FindCoordinatorHandler)) {
+        next.result.fail(this.lastError!)
+        continue
+      }
+      if (next.isEndTxn && !this.transactionStarted) {
+        // Nothing reached the coordinator in this transaction: nothing to end.
+        next.result.done()
+        if (this.state !== 'FATAL_ERROR') this.completeTransaction()
+        continue
+      }
+      return next
+    }
+  }
+
+  private pump(): void {
+    if (this.inFlight || this.closed) return
+    const h = this.nextRequest()
+    if (!h) return
+    this.inFlight = h
+    this.send(h).finally(() => {
+      this.inFlight = null
+      this.schedule(0)
+    })
+  }
+
+  private async send(h: TxnRequestHandler): Promise<void> {
+    const type = h.coordinatorType()
+    let conn: CoordinatorConnection
+    let nodeId = -1
+    if (type !== null) {
+      const node = this.coordinator(type, h.coordinatorKey())
+      if (!node) {
+        this.lookupCoordinator(type, h.coordinatorKey())
+        h.reenqueue()
+        return
+      }
+      nodeId = node.nodeId
+      if (!this.cluster.brokers.has(node.nodeId)) this.cluster.brokers.set(node.nodeId, { host: node.host, port: node.port, nodeId: node.nodeId })
+      try { conn = this.cluster.connection(node.nodeId) } catch { this.lookupCoordinator(type, h.coordinatorKey()); h.reenqueue(); return }
+    } else {
+      conn = this.cluster.anyConnection()
+    }
+    if (h.isRetry) await this.sleep(h.retryBackoffMs())
+    if (this.closed) return
+    let res: Message
+    try {
+      await conn.connect()
+      if (type === CoordinatorType.TRANSACTION) this.learnCoordinatorFeatures(conn)
+      const opts = h.versionOpts()
+      if (opts.version !== undefined && conn.versionFor(h.api, opts.version) !== opts.version) {
+        h.fatalError(apiError(35, `${h.api.name} v${opts.version} (transaction v2) is not supported by the coordinator`))
+        return
+      }
+      const body = h.body()
+      this.requestsSent[h.api.name] = (this.requestsSent[h.api.name] ?? 0) + 1
+      this.onRequest?.(h.api.name, opts.version ?? conn.versionFor(h.api, opts.cap) ?? undefined, body, nodeId)
+      res = await conn.request(h.api, body, opts).response
+    } catch (e) {
+      if (this.closed) return
+      const err = e as Error
+      if (err instanceof NetworkException || err instanceof TimeoutException || err instanceof ClosedError || (err instanceof KafkaEdgeError && err.retriable) || !(err instanceof KafkaEdgeError)) {
+        // Disconnected: find the coordinator again and retry.
+        if (type !== null) this.lookupCoordinator(type, h.coordinatorKey())
+        h.reenqueue()
+      } else {
+        h.fatalError(err)
+      }
+      return
+    }
+    if (this.closed) return
+    h.handleResponse(res)
+  }
+
+  private learnCoordinatorFeatures(conn: CoordinatorConnection): void {
+    const tv = conn.finalizedFeatures.get('transaction.version') ?? 0
+    const endTxn = conn.versionFor(EndTxn) ?? -1
+    const produce = conn.versionFor(Produce) ?? -1
+    this.coordinatorSupportsTv2 = tv >= 2 && endTxn >= 5 && produce >= 12
+    const init = conn.versionFor(InitProducerId) ?? -1
+    this.canBumpEpoch = init >= 3
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (ms <= 0) return Promise.resolve()
+    return new Promise((resolve) => this.clock.setTimeout(resolve, ms))
+  }
+}
+
+function byPriority(a: TxnRequestHandler, b: TxnRequestHandler): number {
+  return a.priority - b.priority || a.seq - b.seq
+}
+
+function normalizeGroup(g: GroupMetadata | string): Required<GroupMetadata> {
+  const m = typeof g === 'string' ? { groupId: g } : g
+  if (!m || typeof m.groupId !== 'string' || m.groupId.length === 0) throw new IllegalStateException('sendOffsetsToTransaction needs consumer group metadata with a groupId')
+  return { groupId: m.groupId, generationId: m.generationId ?? -1, memberId: m.memberId ?? '', groupInstanceId: m.groupInstanceId ?? null }
+}
+
+function normalizeOffsets(o: OffsetsToCommit): OffsetToCommit[] {
+  if (Array.isArray(o)) return [...o as ReadonlyArray<OffsetToCommit>]
+  const out: OffsetToCommit[] = []
+  for (const [topic, parts] of Object.entries(o as Record<string, Record<number, number | bigint>>)) {
+    for (const [p, offset] of Object.entries(parts)) out.push({ topic, partition: Number(p), offset })
+  }
+  return out
+}
+
