@@ -104,4 +104,45 @@ describe('first produce to a real Kafka 4.4 broker', () => {
     await q.close()
     await expect(q.send({ topic, value: 'late' })).rejects.toMatchObject({ name: 'ClosedError' })
   })
+
+  it('acks=1 and acks=0 (idempotence then off by default): acks=0 resolves without an offset', async () => {
+    const topic = uniqueTopic('acks')
+    await createTopic(cluster, topic, { partitions: 1 })
+    const one = producer({ acks: 1 })
+    const zero = producer({ acks: '0' })
+    try {
+      expect(one.txn).toBeNull()
+      const md1 = await one.send({ topic, value: 'a1' })
+      expect(md1.offset).toBe(0n)
+      const md0 = await zero.send({ topic, value: 'a0' })
+      expect(md0.offset).toBe(-1n)
+      await zero.flush()
+      const read = await readTopic(cluster, topic, { isolation: 'read_uncommitted', expected: 2 })
+      expect(read.map((r) => new TextDecoder().decode(r.value!))).toEqual(['a1', 'a0'])
+      const batches = await dumpBatches(cluster, topic)
+      expect(batches.every((b) => b.producerId === -1)).toBe(true)
+    } finally {
+      await one.close(); await zero.close()
+    }
+  })
+
+  it('bad input gets typed errors that say what to do, and nothing hangs', async () => {
+    const topic = uniqueTopic('bad')
+    await createTopic(cluster, topic, { partitions: 2 })
+    const q = producer({ 'max.block.ms': 1500, 'max.request.size': 10_000 })
+    try {
+      await expect(q.send({ topic, value: new Uint8Array(20_000) })).rejects.toMatchObject({ name: 'RecordTooLargeException', mayHaveBeenWritten: false })
+      await expect(q.send({ topic: 'no such topic!', value: 'x' })).rejects.toMatchObject({ name: 'ConfigException' })
+      await expect(q.send({ topic, partition: 5, value: 'x' })).rejects.toThrow(/has 2 partitions/)
+      await expect(q.send({ topic: uniqueTopic('missing'), value: 'x' })).rejects.toMatchObject({ name: 'TimeoutException', message: expect.stringMatching(/not present in metadata/) })
+      // The producer still works after all of that.
+      expect((await q.send({ topic, value: 'ok' })).offset).toBeGreaterThanOrEqual(0n)
+    } finally {
+      await q.close()
+    }
+    expect(() => producer({ 'enable.idempotence': true, acks: 1 })).toThrow(/acks must be all/)
+    expect(() => producer({ 'linger.ms': -1 })).toThrow(/linger.ms/)
+    expect(() => producer({ lingerMs: 5, 'linger.ms': 6 })).toThrow(/given twice/)
+    expect(() => producer({ 'lingr.ms': 5 })).toThrow(/unknown producer setting/)
+  })
 })

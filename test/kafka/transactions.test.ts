@@ -33,11 +33,12 @@ async function runTransactions(p: Producer, topic: string, count: number, seed: 
       acks.push(p.send({ topic, partition, key: `k${t}`, value }))
     }
     const abort = r() < 1 / 3
+    const settled = Promise.allSettled(acks)
     if (abort) {
       // Half of the aborts happen before the records were acknowledged, half after.
       if (t % 2 === 0) await Promise.all(acks)
       await p.abortTransaction()
-      await Promise.allSettled(acks)
+      await settled
     } else {
       await p.commitTransaction()
       await Promise.all(acks)

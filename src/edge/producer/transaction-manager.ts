@@ -134,6 +134,11 @@ export class TransactionManager {
       if (this.hasInflight(tp) && this.hasStaleProducerIdAndEpoch(tp)) return false
       // Earlier batches have an unknown outcome: nothing new until they resolve.
       if (this.hasUnresolvedSequence(tp)) return false
+      // A broker with no state for this producer accepts any first sequence (KIP-360), so a second
+      // batch could land while the first fails retriably; the retried first batch then meets
+      // OUT_OF_ORDER, the epoch bump rewrites both, and the second is written twice. One batch in
+      // flight until the broker has acknowledged a sequence.
+      if (this.entry(tp).lastAckedSequence === NO_LAST_ACKED && this.hasInflight(tp)) return false
     }
     const firstInFlight = this.firstInFlightSequence(tp)
     // A retry goes only when it is the oldest in flight: while retrying, one request per partition.

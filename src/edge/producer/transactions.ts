@@ -544,7 +544,9 @@ export class TransactionCoordinatorClient {
   maybeAddPartition(tp: TopicPartition): Error | null {
     if (this.state === 'ABORTING_TRANSACTION') return new TransactionAbortedException('the transaction was aborted before the record was appended')
     if (this.hasError) return this.errorStateException('send')
-    if (this.state !== 'IN_TRANSACTION') return new IllegalStateException(`cannot add partition ${tp.topic}-${tp.partition} to the transaction in state ${this.state}`)
+    // COMMITTING: a record send() accepted before commitTransaction() may reach the accumulator late
+    // (it waited for metadata); it still belongs to the transaction, and EndTxn waits for it.
+    if (this.state !== 'IN_TRANSACTION' && this.state !== 'COMMITTING_TRANSACTION') return new IllegalStateException(`cannot add partition ${tp.topic}-${tp.partition} to the transaction in state ${this.state}`)
     if (this.partitionsInTransaction.has(tp.key) || this.newPartitions.has(tp.key) || this.pendingPartitions.has(tp.key)) return null
     if (this.tv2) {
       // Produce v12 adds the partition on the broker side.

@@ -1,0 +1,184 @@
+import { KafkaEdgeError, NetworkException, ProtocolError, RecordTooLargeException } from '../errors.js'
+import type { BrokerAddress, Link, LinkHandlers, Transport } from './transport.js'
+
+/** The relay refused the token (missing, forged, wrong audience, expired). Not retriable with the same token. */
+export class AuthenticationException extends KafkaEdgeError {}
+/** The token does not allow this API, topic, transactional id or group. Not retriable. */
+export class AuthorizationException extends KafkaEdgeError {}
+
+/** The subset of the WHATWG WebSocket this transport uses: browsers, workerd, Node 22, and `ws`. */
+export interface WebSocketLike {
+  binaryType: string
+  readonly readyState: number
+  readonly bufferedAmount: number
+  readonly protocol: string
+  send(data: Uint8Array): void
+  close(code?: number, reason?: string): void
+  addEventListener(type: 'open' | 'message' | 'close' | 'error', listener: (event: any) => void): void
+}
+export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike
+
+export interface WebSocketTransportOptions {
+  /** The relay endpoint, e.g. wss://relay.example/kafka. */
+  url: string
+  /** A token string, or a function that returns a fresh one for every connection (then an expired token is retriable). */
+  token: string | (() => string | Promise<string>)
+  /** Where the token travels: the Sec-WebSocket-Protocol header (default; kept out of URLs and access logs) or `?token=`. */
+  tokenIn?: 'protocol' | 'query'
+  /** Extra subprotocols to offer. */
+  protocols?: string[]
+  /** Injected constructor (Node 20 has no global WebSocket: pass `ws`). Defaults to globalThis.WebSocket. */
+  WebSocket?: WebSocketConstructor
+  connectTimeoutMs?: number
+  /** write() waits while more than this many bytes are queued in the socket. */
+  maxBufferedBytes?: number
+  /** First reconnect delay after a failed or short-lived connection; doubles up to reconnectBackoffMaxMs. */
+  reconnectBackoffMs?: number
+  reconnectBackoffMaxMs?: number
+}
+
+export const RELAY_SUBPROTOCOL = 'kafka-edge.v1'
+const BEARER = 'kafka-edge.bearer.'
+
+/**
+ * Kafka over a WebSocket through the kafka-edge relay: one binary message per frame, both ways. The
+ * relay picks the TCP destination from the `broker` URL parameter (checked against what it learned
+ * from the cluster); a bootstrap address (nodeId -1) sends none and the relay uses its own bootstrap
+ * servers, so `bootstrap.servers` may be any placeholder such as `relay:443`.
+ *
+ * Reconnection belongs to the Cluster (it calls open() again); this transport only spaces repeated
+ * attempts to the same broker with exponential backoff and jitter, so a flapping relay is not hammered.
+ */
+export function websocket(options: WebSocketTransportOptions): Transport {
+  const backoff = new Map<string, { failures: number; notBefore: number }>()
+  return {
+    name: 'websocket',
+    open: async (address, handlers) => {
+      const key = address.nodeId >= 0 ? `${address.host}:${address.port}` : 'bootstrap'
+      const b = backoff.get(key)
+      if (b && b.notBefore > Date.now()) await new Promise((r) => setTimeout(r, b.notBefore - Date.now()))
+      const token = typeof options.token === 'function' ? await options.token() : options.token
+      const started = Date.now()
+      const settle = (healthy: boolean) => {
+        if (healthy) { backoff.delete(key); return }
+        const failures = (backoff.get(key)?.failures ?? 0) + 1
+        const base = Math.min(options.reconnectBackoffMaxMs ?? 5000, (options.reconnectBackoffMs ?? 100) * 2 ** (failures - 1))
+        backoff.set(key, { failures, notBefore: Date.now() + base * (0.8 + Math.random() * 0.4) })
+      }
+      try {
+        return await openSocket(address, wrap(handlers, started, settle), options, token)
+      } catch (e) {
+        settle(false)
+        throw e
+      }
+    },
+  }
+}
+
+/** A link that dies within a second of opening counts as a failure for backoff; one that carried a response is healthy. */
+function wrap(h: LinkHandlers, started: number, settle: (healthy: boolean) => void): LinkHandlers {
+  let answered = false
+  return {
+    onFrame: (f) => { if (!answered) { answered = true; settle(true) } h.onFrame(f) },
+    onClose: (e) => { if (e && !answered && Date.now() - started < 1000) settle(false); h.onClose(e) },
+  }
+}
+
+function brokerUrl(base: string, address: BrokerAddress, token: string, tokenIn: 'protocol' | 'query'): string {
+  const url = new URL(base)
+  if (address.nodeId >= 0) url.searchParams.set('broker', address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`)
+  if (tokenIn === 'query') url.searchParams.set('token', token)
+  return url.toString()
+}
+
+/** Turns a close code from the relay into the error the producer acts on. */
+export function closeError(code: number, reason: string, where: string, tokenRefreshable: boolean): Error {
+  const why = reason ? `: ${reason}` : ''
+  switch (code) {
+    case 4401: return new AuthenticationException(`relay refused the token (${code})${why}`)
+    case 4402: return new AuthenticationException(`relay token expired (${code})${why}${tokenRefreshable ? '' : '; pass a token function to refresh it'}`, { retriable: tokenRefreshable })
+    case 4403: return new AuthorizationException(`relay refused the request (${code})${why}`)
+    case 4400: return new ProtocolError(`relay says the client sent a malformed frame (${code})${why}`)
+    case 1009: return new RecordTooLargeException(`relay refused a request larger than its frame limit (1009)${why}`)
+    default: return new NetworkException(`connection to ${where} closed (${code})${why}`)
+  }
+}
+
+function openSocket(address: BrokerAddress, handlers: LinkHandlers, o: WebSocketTransportOptions, token: string): Promise<Link> {
+  const Ctor = o.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket
+  if (!Ctor) throw new KafkaEdgeError('no WebSocket in this runtime: pass websocket({ WebSocket }) (on Node 20 use the ws package)')
+  const tokenIn = o.tokenIn ?? 'protocol'
+  const protocols = [RELAY_SUBPROTOCOL, ...(o.protocols ?? [])]
+  if (tokenIn === 'protocol') protocols.push(`${BEARER}${token}`)
+  const where = address.nodeId >= 0 ? `${address.host}:${address.port} (node ${address.nodeId}) via relay` : 'relay bootstrap'
+  const maxBuffered = o.maxBufferedBytes ?? 4 * 1024 * 1024
+  const refreshable = typeof o.token === 'function'
+
+  return new Promise<Link>((resolve, reject) => {
+    let ws: WebSocketLike
+    try {
+      ws = new Ctor(brokerUrl(o.url, address, token, tokenIn), protocols)
+    } catch (e) {
+      reject(new KafkaEdgeError(`cannot open a WebSocket to ${o.url}: ${(e as Error).message}`, { cause: e }))
+      return
+    }
+    ws.binaryType = 'arraybuffer'
+    let opened = false
+    let closed = false
+    let localClose = false
+    const timer = setTimeout(() => {
+      if (opened) return
+      closed = true
+      try { ws.close() } catch { /* not open yet */ }
+      reject(new NetworkException(`WebSocket to ${where} did not open within ${o.connectTimeoutMs ?? 10_000} ms`))
+    }, o.connectTimeoutMs ?? 10_000)
+    const finish = (error: Error | undefined) => {
+      if (closed) return
+      closed = true
+      clearTimeout(timer)
+      if (!opened) reject(error ?? new NetworkException(`WebSocket to ${where} closed while connecting`))
+      else handlers.onClose(localClose ? undefined : error ?? new NetworkException(`connection to ${where} closed`))
+    }
+    const fail = (error: Error) => {
+      finish(error)
+      try { ws.close(1000, 'relay sent a malformed frame') } catch { /* already closing */ }
+    }
+
+    ws.addEventListener('open', () => {
+      if (closed) return
+      opened = true
+      clearTimeout(timer)
+      resolve({
+        write: async (frame) => {
+          if (closed) throw new NetworkException(`connection to ${where} is closed`)
+          // WebSockets have no drain event: poll the queue instead of letting it grow without bound.
+          while (ws.bufferedAmount > maxBuffered) {
+            await new Promise((r) => setTimeout(r, 2))
+            if (closed) throw new NetworkException(`connection to ${where} closed while writing`)
+          }
+          ws.send(frame)
+        },
+        close: () => {
+          if (closed) return
+          localClose = true
+          finish(undefined)
+          try { ws.close(1000) } catch { /* already closed */ }
+        },
+      })
+    })
+    ws.addEventListener('message', (event: { data: unknown }) => {
+      if (closed) return
+      const data = event.data
+      if (!(data instanceof ArrayBuffer)) return fail(new ProtocolError(`relay sent a ${typeof data} message; expected one binary Kafka frame`))
+      if (data.byteLength < 4) return fail(new ProtocolError('relay sent a message shorter than a size prefix'))
+      const size = new DataView(data).getInt32(0)
+      if (size !== data.byteLength - 4) return fail(new ProtocolError(`relay message carries ${data.byteLength - 4} bytes but its size prefix says ${size}`))
+      handlers.onFrame(new Uint8Array(data, 4))
+    })
+    ws.addEventListener('close', (event: { code: number; reason: string }) => {
+      finish(closeError(event.code, event.reason, where, refreshable))
+    })
+    // An 'error' is always followed by 'close', which carries the code; nothing to do here but not throw.
+    ws.addEventListener('error', () => {})
+  })
+}
