@@ -41,9 +41,13 @@ function emitLiteral(op: usize, oend: usize, lit: usize, len: usize, canOverread
   const n = len - 1
   if (n < 60) {
     store<u8>(op++, <u8>(n << 2))
-    if (canOverread && len <= 16) {
-      store<u64>(op, load<u64>(lit))
-      store<u64>(op, load<u64>(lit, 8), 8)
+    if (canOverread) {
+      // 8-byte wild copy (len <= 60): reads end before ip + 8 <= fragment end - 7, writes before op + len + 8 (room checked)
+      let k: usize = 0
+      do {
+        store<u64>(op + k, load<u64>(lit + k))
+        k += 8
+      } while (k < len)
       return op + len
     }
   } else if (n < 256) {
@@ -224,9 +228,12 @@ function decodeRaw(ip: usize, iend: usize, op: usize, oend: usize): i32 {
       }
       if (len > olim - op) return E_CORRUPT
       if (len > iend - ip) return E_TRUNCATED
-      if (len <= 16 && iend - ip >= 16 && oend - op >= 16) {
-        store<u64>(op, load<u64>(ip))
-        store<u64>(op, load<u64>(ip, 8), 8)
+      if (len <= 64 && iend - ip >= len + 8 && oend - op >= len + 8) {
+        let k: usize = 0
+        do {
+          store<u64>(op + k, load<u64>(ip + k))
+          k += 8
+        } while (k < len)
       } else {
         memory.copy(op, ip, len)
       }

@@ -96,10 +96,10 @@ export const DEFAULTS = {
 
 export class BridgeConfigError extends Error {}
 
-export function parseHostPort(s: string, what = 'address'): HostPort {
+export function parseHostPort(s: string, what = 'address', allowPortZero = false): HostPort {
   const m = /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(s) ?? /^([^:\s[\]]+):(\d{1,5})$/.exec(s)
   const port = m ? Number(m[2]) : NaN
-  if (!m || port < 1 || port > 65535) throw new BridgeConfigError(`${what} must be host:port, got ${JSON.stringify(s)}`)
+  if (!m || port < (allowPortZero ? 0 : 1) || port > 65535) throw new BridgeConfigError(`${what} must be host:port, got ${JSON.stringify(s)}`)
   return { host: m[1]!.toLowerCase(), port }
 }
 
@@ -141,7 +141,7 @@ function secret(o: Json, key: string, env: NodeJS.ProcessEnv): string | undefine
  * checked here so that a typo fails at start-up, not on the first client.
  */
 export function resolveConfig(input: Json, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
-  const listen = parseHostPort(String(input.listen ?? '127.0.0.1:8080'), 'listen')
+  const listen = parseHostPort(String(input.listen ?? '127.0.0.1:8080'), 'listen', true)
   const brokers = list(input.brokers, 'brokers').map((b) => parseHostPort(b, 'brokers'))
   if (brokers.length === 0) throw new BridgeConfigError('brokers (bootstrap servers) must list at least one host:port')
   const allowBrokers = list(input.allowBrokers, 'allowBrokers').map((b) => parseHostPort(b, 'allowBrokers'))

@@ -49,6 +49,19 @@ const forbidden = (reason: string, metric: string) => refuse(CloseCode.FORBIDDEN
 // Close reasons are limited to 123 bytes by RFC 6455; names in them are clipped.
 const clip = (s: string) => (s.length > 40 ? `${s.slice(0, 37)}...` : s)
 
+/**
+ * Checks that one WebSocket message is exactly one size-prefixed frame. Returns null when it is, else
+ * why not. Never throws.
+ */
+export function checkMessage(data: Uint8Array): string | null {
+  if (data.length < 4) return 'message shorter than a size prefix'
+  const size = ((data[0]! << 24) | (data[1]! << 16) | (data[2]! << 8) | data[3]!)
+  if (size < 0) return `negative size prefix ${size}`
+  if (size > data.length - 4) return `size prefix ${size} but message carries ${data.length - 4} bytes: one frame per message, never split`
+  if (size < data.length - 4) return `size prefix ${size} but message carries ${data.length - 4} bytes: one frame per message`
+  return null
+}
+
 /** Inspects one request frame body (size prefix removed). Never throws; may rewrite `body` in place. */
 export function inspectRequest(body: Uint8Array, grants: Grants): Verdict {
   if (body.length < 8) return refuse(CloseCode.BAD_FRAME, 'request shorter than a request header', 'bad_frame')

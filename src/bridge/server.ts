@@ -9,7 +9,7 @@ import { CloseCode } from './codes.js'
 import { hostPortKey, type BridgeConfig, type HostPort } from './config.js'
 import { Destinations } from './destinations.js'
 import { Bucket, Logger, Metrics } from './metrics.js'
-import { grantsFor, inspectRequest, type Grants } from './policy.js'
+import { checkMessage, grantsFor, inspectRequest, type Grants } from './policy.js'
 import { verifyToken, type TokenClaims, type TokenResult } from './token.js'
 import { UpstreamError, fetchBrokers, openUpstream } from './upstream.js'
 
@@ -396,14 +396,12 @@ class RelayConnection {
     this.framesIn++
     if (relay.faults && relay.cfg.faults.closeOnFrame > 0 && this.framesIn === relay.cfg.faults.closeOnFrame) {
       relay.log.info('fault_close_on_frame', { frame: this.framesIn })
+      relay.metrics.inc('kafka_edge_bridge_faults_total', { kind: 'close_on_frame' })
       return this.abort()
     }
     if (!isBinary) return this.close(CloseCode.BAD_FRAME, 'text message: send each Kafka frame as one binary message', 'bad_frame')
-    if (data.length < 4) return this.close(CloseCode.BAD_FRAME, 'message shorter than a size prefix', 'bad_frame')
-    const size = data.readInt32BE(0)
-    if (size < 0) return this.close(CloseCode.BAD_FRAME, `negative size prefix ${size}`, 'bad_frame')
-    if (size > data.length - 4) return this.close(CloseCode.BAD_FRAME, `size prefix ${size} but message carries ${data.length - 4} bytes: one frame per message, never split`, 'bad_frame')
-    if (size < data.length - 4) return this.close(CloseCode.BAD_FRAME, `size prefix ${size} but message carries ${data.length - 4} bytes: one frame per message`, 'bad_frame')
+    const bad = checkMessage(data)
+    if (bad) return this.close(CloseCode.BAD_FRAME, bad, 'bad_frame')
     const verdict = inspectRequest(data.subarray(4), this.grants)
     if (!verdict.ok) return this.close(verdict.code, verdict.reason, verdict.metric)
 
@@ -468,6 +466,7 @@ class RelayConnection {
     if (p.drop) {
       // The request reached the broker and was answered; losing the answer is the case that tests idempotence.
       relay.log.info('fault_drop_response', { correlationId, principal: this.principal })
+      relay.metrics.inc('kafka_edge_bridge_faults_total', { kind: 'drop_produce_response' })
       return this.abort()
     }
     const frame = Buffer.allocUnsafe(body.length + 4)
@@ -548,6 +547,8 @@ class RelayConnection {
       this.relay.log.info('connection_refused', { ip: this.ip, principal: this.principal, broker: this.target || this.broker, code, reason })
     } else this.relay.log.debug('connection_closed', { ip: this.ip, principal: this.principal, code, reason })
     this.teardown()
+    // A paused socket would never read the peer's close frame, stalling the closing handshake.
+    this.ws.resume()
     this.ws.close(code, clipReason(reason))
     // A peer that never answers the close handshake must not hold the socket.
     setTimeout(() => this.ws.terminate(), 2000).unref()

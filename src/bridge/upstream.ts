@@ -92,11 +92,10 @@ const saltedCache = new Map<string, Promise<Buffer>>()
 
 /** RFC 5802 SCRAM client (no channel binding, as Kafka's SASL_PLAINTEXT/SASL_SSL use). */
 export class ScramClient {
-  private readonly nonce = randomBytes(24).toString('base64')
   private clientFirstBare = ''
   private serverSignature: Buffer | null = null
 
-  constructor(private readonly hash: 'sha256' | 'sha512', private readonly user: string, private readonly password: string) {}
+  constructor(private readonly hash: 'sha256' | 'sha512', private readonly user: string, private readonly password: string, private readonly nonce = randomBytes(24).toString('base64')) {}
 
   clientFirst(): Uint8Array {
     const name = this.user.replace(/=/g, '=3D').replace(/,/g, '=2C')

@@ -11,3 +11,4 @@ export type { Transport, Link, LinkHandlers, BrokerAddress } from './transport/t
 export { loadCore } from './wasm/core.js'
 export { murmur2, partitionForKey } from './producer/partitioner.js'
 export { websocket, AuthenticationException, AuthorizationException, type WebSocketTransportOptions } from './transport/websocket.js'
+export { cloudflareSockets, type CloudflareSocketsOptions, type CloudflareConnect, type CloudflareSocketLike } from './transport/cloudflare-sockets.js'

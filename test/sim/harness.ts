@@ -126,7 +126,12 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; records?:
     produceMaxVersion: pick(r, [3, 7, 8, 9, 10, 11, 12, 12, 12]),
     duplicateMode: r() < 0.3 ? 'error' : 'offset',
     unknownProducerMode: r() < 0.3 ? 'error' : 'accept',
+    // Sometimes below what a batch can reach, so MESSAGE_TOO_LARGE forces splits (one record always fits).
+    maxMessageBytes: r() < 0.15 ? pick(r, [180, 260, 400]) : 1_048_588,
   }
+  const poisonRate = r() < 0.1 ? 0.08 : 0
+  // Half-way through, the producer may sit idle past delivery.timeout.ms while the broker forgets it.
+  const idleGap = r() < 0.15 ? pick(r, ['expire', 'truncate'] as const) : null
   const lingerMs = pick(r, [0, 0, 1, 5, 20])
   const requestTimeoutMs = pick(r, [500, 2000, 30_000])
   const faultWindowMs = pick(r, [0, 1000, 5000, 20_000])
@@ -170,12 +175,14 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; records?:
     return s < 0.4 ? { topic } : s < 0.7 ? { topic, key: `k${between(r, 0, 9)}` } : { topic, partition: between(r, 0, (topic === 't' ? partitions : model.topics!.u!) - 1) }
   })
   const pads = Array.from({ length: n }, () => between(r, 0, 40))
+  const poison = Array.from({ length: n }, () => r() < poisonRate)
 
   let sent = 0
   let killed = false
+  let startShift = 0
   const sendDue = async (): Promise<void> => {
     while (sent < n) {
-      const due = startMs + sendTimes[sent]!
+      const due = startMs + startShift + sendTimes[sent]!
       if (killAt >= 0 && !killed && startMs + killAt <= due) {
         await w.clock.run({ until: startMs + killAt })
         killed = true
@@ -183,12 +190,19 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; records?:
         w.net.severNode(killNode)
       }
       await w.clock.run({ until: due })
-      w.send(shapes[sent]!.topic, { ...shapes[sent]!, pad: pads[sent]! })
+      if (idleGap && sent === Math.floor(n / 2)) {
+        await w.flush(deliveryTimeoutMs * 2)
+        await w.clock.run({ until: w.clock.now() + deliveryTimeoutMs + 1000 })
+        if (idleGap === 'expire') w.cluster.expireIdleProducers(deliveryTimeoutMs)
+        else for (const ps of w.cluster.partitions.values()) for (const p of ps) w.cluster.truncateHead(p)
+        startShift = w.clock.now() - due
+      }
+      w.send(shapes[sent]!.topic, { ...shapes[sent]!, pad: pads[sent]!, poison: poison[sent]! })
       sent++
     }
   }
   await sendDue()
-  await w.clock.run({ until: startMs + faultWindowMs })
+  await w.clock.run({ until: startMs + startShift + faultWindowMs })
   // Faults stop: the producer must drain.
   w.net.faultsOn = w.cluster.faultsOn = false
   for (let b = 0; b < brokers; b++) w.cluster.reviveBroker(b)
@@ -199,11 +213,13 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; records?:
   violations.push(...w.violations())
   // With delivery.timeout.ms longer than the fault window plus a full retry cycle, nothing may fail.
   if (deliveryTimeoutMs > faultWindowMs * 3 + 60_000 + requestTimeoutMs) {
-    for (const o of w.outcomes) if (o.status === 'failed') violations.push(`record ${o.index} failed although delivery.timeout.ms outlasts the faults: ${o.error?.name}: ${o.error?.message}`)
+    // A poisoned record fails with INVALID_RECORD and takes its batch with it (as in Java).
+    const invalidRecord = (o: Outcome): boolean => (o.error as { code?: number } | undefined)?.code === 87
+    for (const o of w.outcomes) if (o.status === 'failed' && !invalidRecord(o)) violations.push(`record ${o.index} failed although delivery.timeout.ms outlasts the faults: ${o.error?.name}: ${o.error?.message}`)
   }
   const m = w.producer.metrics()
   await w.close()
-  const description = `brokers=${brokers} partitions=${partitions} records=${n} ${JSON.stringify(producerSettings)} model=${JSON.stringify({ api: model.apiVersionsMax, produce: model.produceMaxVersion, dup: model.duplicateMode, unknown: model.unknownProducerMode })} faults=${level} window=${faultWindowMs} kill=${killAt >= 0 ? `${killNode}@${killAt}` : 'none'}`
+  const description = `brokers=${brokers} partitions=${partitions} records=${n} ${JSON.stringify(producerSettings)} model=${JSON.stringify({ api: model.apiVersionsMax, produce: model.produceMaxVersion, dup: model.duplicateMode, unknown: model.unknownProducerMode })} faults=${level} window=${faultWindowMs} maxMessage=${model.maxMessageBytes} poison=${poisonRate} idle=${idleGap} kill=${killAt >= 0 ? `${killNode}@${killAt}` : 'none'}`
   const stats: SeedStats = {
     records: n,
     acked: w.outcomes.filter((o) => o.status === 'acked').length,

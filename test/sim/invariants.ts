@@ -45,8 +45,10 @@ export function checkInvariants(w: World): string[] {
     }
     const e = o.error! as Error & { mayHaveBeenWritten?: boolean }
     if (!(e instanceof KafkaEdgeError)) v.push(`record ${o.index} failed with an untyped error: ${e?.name}: ${e?.message}`)
-    if (typeof e.mayHaveBeenWritten !== 'boolean') v.push(`record ${o.index} failed without mayHaveBeenWritten: ${e.name}: ${e.message}`)
-    else if (!e.mayHaveBeenWritten && found.length > 0) v.push(`record ${o.index} failed with mayHaveBeenWritten=false (${e.name}: ${e.message}) but is in the log at ${found[0]!.topic}-${found[0]!.partition}@${found[0]!.offset}`)
+    const mayHaveBeenWritten: unknown = (e as { mayHaveBeenWritten?: unknown }).mayHaveBeenWritten
+    if (typeof mayHaveBeenWritten !== 'boolean') v.push(`record ${o.index} failed without mayHaveBeenWritten: ${e.name}: ${e.message}`)
+    else if (!mayHaveBeenWritten && found.length > 0) v.push(`record ${o.index} failed with mayHaveBeenWritten=false (${e.name}: ${e.message}) but is in the log at ${found[0]!.topic}-${found[0]!.partition}@${found[0]!.offset}`)
   }
+  if (w.net.stats.throttleViolations > 0) v.push(`${w.net.stats.throttleViolations} Produce request(s) were written to a broker inside the throttle time it asked for`)
   return v
 }

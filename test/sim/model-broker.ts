@@ -107,6 +107,8 @@ export class ModelCluster {
   readonly produceLog: Array<{ node: number; version: number; partitions: Array<{ topic: string; partition: number; epoch: number; baseSequence: number; count: number; errorCode: number }> }> = []
   readonly errorsSent = new Map<string, number>()
   appends = 0
+  /** The throttle of the last Produce answer, read by the network that carries it. */
+  lastThrottle = { ms: 0, clientSide: true }
   duplicates = 0
   /** Scripted answers: consulted before everything else for each partition of a Produce request. */
   script: ((ctx: { topic: string; partition: number; baseSequence: number; epoch: number; count: number; node: number }) => { error: string; afterAppend?: boolean; hint?: boolean; logStartOffset?: number } | null) | null = null
@@ -240,6 +242,8 @@ export class ModelCluster {
     }
     if (acks === 0) return null
     const throttleTimeMs = this.random() < faults.throttle ? 1 + Math.floor(this.random() * 300) : 0
+    // KIP-219: from v6 the client holds off after the answer; before it, the broker delays the answer.
+    this.lastThrottle = { ms: throttleTimeMs, clientSide: version >= 6 }
     return { responses, throttleTimeMs, nodeEndpoints: version >= 10 ? [...endpoints.values()] : [] }
   }
 

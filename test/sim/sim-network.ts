@@ -35,7 +35,7 @@ export class SimNetwork implements Transport {
   readonly links = new Set<SimLink>()
   /** Base one-way latency in ms. */
   baseDelayMs = 1
-  stats = { opened: 0, connectFailures: 0, droppedRequests: 0, droppedResponses: 0, duplicated: 0, disconnects: 0 }
+  stats = { opened: 0, connectFailures: 0, droppedRequests: 0, droppedResponses: 0, duplicated: 0, disconnects: 0, throttled: 0, throttleViolations: 0 }
   /** Every frame the client wrote, by node: for byte-identity checks of retries. */
   readonly written: Array<{ node: number; frame: Uint8Array; at: number }> = []
   recordWrites = false
@@ -82,6 +82,8 @@ export class SimNetwork implements Transport {
 class SimLink implements Link {
   private closed = false
   private requestsDark = false
+  private throttledUntil = 0
+  private throttleSetAt = 0
   private responsesDark = false
   private requestsArriveAt = 0
   private responsesArriveAt = 0
@@ -92,6 +94,9 @@ class SimLink implements Link {
     if (this.closed) return Promise.reject(new NetworkException('write on a closed link'))
     const net = this.net
     const copy = frame.slice()
+    const isProduce = copy.length >= 6 && ((copy[4]! << 8) | copy[5]!) === 0
+    // A request drained before the throttled answer was read may still be written in the same instant.
+    if (isProduce && net.clock.now() > this.throttleSetAt && net.clock.now() < this.throttledUntil) net.stats.throttleViolations++
     if (net.recordWrites) net.written.push({ node: this.node, frame: copy, at: net.clock.now() })
     if (this.requestsDark || net.chance(net.faultsOn ? net.faults.dropRequest : 0)) {
       this.requestsDark = true
@@ -113,13 +118,23 @@ class SimLink implements Link {
     const times = f && net.chance(f.duplicateRequest) ? 2 : 1
     if (times === 2) net.stats.duplicated++
     for (let i = 0; i < times; i++) {
+      net.cluster.lastThrottle = { ms: 0, clientSide: true }
       const res = net.cluster.handle(this.node, frame)
       if (!res) continue
       if (this.responsesDark || (f && net.chance(f.dropResponse))) { this.responsesDark = true; net.stats.droppedResponses++; continue }
+      const throttle = net.cluster.lastThrottle
+      if (throttle.ms > 0) net.stats.throttled++
       const now = net.clock.now()
-      const at = Math.max(this.responsesArriveAt, now + net.delay())
+      const at = Math.max(this.responsesArriveAt, now + net.delay() + (throttle.clientSide ? 0 : throttle.ms))
       this.responsesArriveAt = at
-      net.clock.setTimeout(() => { if (!this.closed) this.handlers.onFrame(res.subarray(4)) }, at - now)
+      net.clock.setTimeout(() => {
+        if (this.closed) return
+        if (throttle.clientSide && throttle.ms > 0) {
+          this.throttledUntil = Math.max(this.throttledUntil, net.clock.now() + throttle.ms)
+          this.throttleSetAt = net.clock.now()
+        }
+        this.handlers.onFrame(res.subarray(4))
+      }, at - now)
     }
     if (f && net.chance(f.disconnect)) {
       net.stats.disconnects++

@@ -32,6 +32,8 @@ export class ProducerBatch {
   /** The appended records, kept only so a MESSAGE_TOO_LARGE batch can be split. */
   readonly records: RecordInput[] = []
   attempts = 0
+  /** Some attempt ended without a definite answer (lost response, timeout, error after append): the broker may hold the records. */
+  maybeWritten = false
   /** The +-20% retry backoff factor for the current attempt. */
   retryJitter = 1
   lastAttemptMs: number

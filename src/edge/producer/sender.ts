@@ -21,6 +21,11 @@ interface PartitionResponse {
 const INT_MAX = 2147483647
 /** Errors after which the partition's leader is in doubt (Java: InvalidMetadataException and network errors). */
 const STALE_METADATA = new Set([3, 5, 6, 13, 56, 74, 76, 103])
+/**
+ * Answers after which the records may be in the log: no answer at all (13 network, 7 timeout) or
+ * NOT_ENOUGH_REPLICAS_AFTER_APPEND. A later definite error cannot take that back.
+ */
+const AMBIGUOUS = new Set([7, 13, 20])
 /** Errors that end the producer (Java: maybeTransitionToErrorState's fatal classes). */
 const FATAL = new Set([31, 35, 49, 53, 90])
 
@@ -36,6 +41,7 @@ export class Sender {
   private running = false
   private rerun = false
   private readonly inFlightPerNode = new Map<number, number>()
+  private readonly throttledUntil = new Map<number, number>()
   readonly inFlightBatches = new Set<ProducerBatch>()
   private initInFlight = false
   private metadataInFlight = false
@@ -107,7 +113,11 @@ export class Sender {
     if (ready.unknownLeaderTopics.size > 0 || this.cluster.metadataStale(now)) this.refreshMetadata(now)
 
     const sendable: number[] = []
+    let throttleDelay = Infinity
     for (const node of ready.readyNodes) {
+      // KIP-219: a broker answering Produce v6+ with a throttle time expects the client to hold off.
+      const throttledFor = (this.throttledUntil.get(node) ?? 0) - now
+      if (throttledFor > 0) { throttleDelay = Math.min(throttleDelay, throttledFor); continue }
       let conn: Connection
       try { conn = this.cluster.connection(node) } catch { this.cluster.requestUpdate(); continue }
       if (!conn.isReady) { conn.connect().then(() => this.wakeup(), () => this.wakeup(this.config.retryBackoffMs)); continue }
@@ -117,7 +127,7 @@ export class Sender {
     const drained = this.accumulator.drain(this.cluster, sendable, now)
     this.expire(now)
     for (const [node, batches] of drained) this.sendProduce(node, batches, now)
-    this.scheduleNext(now, ready.nextReadyCheckDelayMs)
+    this.scheduleNext(now, Math.min(ready.nextReadyCheckDelayMs, throttleDelay))
   }
 
   private scheduleNext(now: number, readyDelay: number): void {
@@ -208,7 +218,14 @@ export class Sender {
       topicData: [...byTopic].map(([name, partitionData]) => ({ name, partitionData })),
     }, { cap: this.produceVersionCap(), expectResponse })
     pending.response.then(
-      (res) => this.handleResponse(res, batches, expectResponse, now),
+      (res) => {
+        const throttleMs = expectResponse ? (res.throttleTimeMs as number) : 0
+        if (throttleMs > 0 && (conn.versionFor(Produce, this.produceVersionCap()) ?? 0) >= 6) {
+          // Answers pipelined on one connection each carry a throttle; the latest end wins, never an earlier one.
+          this.throttledUntil.set(node, Math.max(this.throttledUntil.get(node) ?? 0, this.config.clock.now() + throttleMs))
+        }
+        this.handleResponse(res, batches, expectResponse, now)
+      },
       (err: unknown) => this.handleFailure(err, batches),
     ).finally(() => {
       this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 1) - 1)
@@ -263,6 +280,7 @@ export class Sender {
     this.inFlightBatches.delete(batch)
     if (batch.done) return
     const code = pr.errorCode
+    if (AMBIGUOUS.has(code)) batch.maybeWritten = true
     if (code === 10 && batch.recordCount > 1) {
       this.splitAndReenqueue(batch)
       return
@@ -316,6 +334,7 @@ export class Sender {
         this.txn.addInflight(p)
       }
     }
+    for (const p of pieces) p.maybeWritten = batch.maybeWritten
     batch.markSplit()
     this.accumulator.reenqueueSplit(batch, pieces)
     this.wakeup()
@@ -324,10 +343,10 @@ export class Sender {
   private batchError(batch: ProducerBatch, pr: PartitionResponse): Error {
     const info = errorInfo(pr.errorCode)
     const base = apiError(pr.errorCode, `producing ${batch.recordCount} record(s) to ${batch.tp.topic}-${batch.tp.partition}`, pr.errorMessage)
-    // The broker answered with a definite error: the batch was not appended.
+    // A definite error says this attempt was not appended; an earlier ambiguous attempt may have been.
     return markDelivery(info.name === 'MESSAGE_TOO_LARGE'
       ? Object.assign(base, { name: 'RecordTooLargeException' })
-      : base, false)
+      : base, batch.maybeWritten)
   }
 
   failBatch(batch: ProducerBatch, error: Error, errorName: string | null, adjustSequences: boolean, perRecord?: Map<number, Error>): void {
@@ -363,7 +382,7 @@ function perRecordErrors(batch: ProducerBatch, pr: PartitionResponse): Map<numbe
     if (re.batchIndex < 0 || re.batchIndex >= batch.recordCount) continue
     const e = new KafkaApiError(pr.errorCode, errorInfo(pr.errorCode).name, 'InvalidRecordException', false,
       `record ${re.batchIndex} of the batch to ${batch.tp.topic}-${batch.tp.partition} was rejected: ${re.batchIndexErrorMessage ?? pr.errorMessage ?? 'invalid record'}`)
-    m.set(re.batchIndex, markDelivery(e, false))
+    m.set(re.batchIndex, markDelivery(e, batch.maybeWritten))
   }
   // The other records of the batch were dropped with it; they fail with the batch-level error.
   return m

@@ -518,11 +518,12 @@ export class TransactionCoordinatorClient {
   async abortTransaction(): Promise<void> {
     const r = this.handleCachedResult(() => {
       if (this.state !== 'ABORTABLE_ERROR') this.maybeFailWithError()
+      const cause = this.lastError
       this.transitionTo('ABORTING_TRANSACTION')
       this.newPartitions.clear()
       // Records not yet sent never will be; those in flight complete before EndTxn goes out.
       this.host.abortUndrainedBatches(new TransactionAbortedException('the transaction was aborted before the record was sent'))
-      return this.beginCompletingTransaction(false)
+      return this.beginCompletingTransaction(false, cause)
     }, 'ABORTING_TRANSACTION', 'abortTransaction')
     await this.await(r)
   }
@@ -648,10 +649,11 @@ export class TransactionCoordinatorClient {
     }, 'INITIALIZING', 'initTransactions')
   }
 
-  private beginCompletingTransaction(committed: boolean): TxnResult {
+  private beginCompletingTransaction(committed: boolean, cause: Error | null = null): TxnResult {
     if (this.newPartitions.size > 0) this.enqueue(this.addPartitionsHandler())
     // INVALID_PRODUCER_ID_MAPPING: the coordinator would refuse EndTxn; go straight to InitProducerId.
-    const pidMapping = this.lastError instanceof KafkaApiError && this.lastError.code === code('INVALID_PRODUCER_ID_MAPPING')
+    // (The error that made the transaction abortable is passed in: the transition to ABORTING clears lastError.)
+    const pidMapping = cause instanceof KafkaApiError && cause.code === code('INVALID_PRODUCER_ID_MAPPING')
     if (!pidMapping || this.tv2) {
       const h = new EndTxnHandler(this, committed, this.tv2)
       this.enqueue(h)

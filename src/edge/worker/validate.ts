@@ -1,0 +1,128 @@
+/**
+ * Validation of the telemetry Worker's input: pure functions, no I/O, so they run (and are tested)
+ * anywhere. An event is
+ *
+ *   { "type": "page_view",          required: 1..100 chars of [A-Za-z0-9_.:/-]
+ *     "id": "…",                    optional: 1..128 chars; generated (crypto.randomUUID) when absent
+ *     "key": "user-1",              optional: the Kafka record key (partitioning), up to 256 chars
+ *     "timestamp": 1720000000000,   optional: ms since the epoch or an ISO-8601 string; default now
+ *     "data": { … } }               optional: any JSON value
+ *
+ * The body is one event or an array of them. The id travels inside the record value: it is what a
+ * consumer dedupes on when a client retries a request whose answer it never saw (the idempotent
+ * producer dedupes its own retries, not a second HTTP request).
+ */
+
+export interface TelemetryLimits {
+  /** Largest accepted request body (413 above it). */
+  maxBodyBytes: number
+  /** Most events in one request (413 above it). */
+  maxEvents: number
+  /** Largest serialized event (413 above it). */
+  maxEventBytes: number
+}
+
+export const DEFAULT_LIMITS: TelemetryLimits = { maxBodyBytes: 1 << 20, maxEvents: 1000, maxEventBytes: 64 << 10 }
+
+/** What the Worker hands the Durable Object: one Kafka record per event. */
+export interface TelemetryRecord {
+  id: string
+  key: string | null
+  /** The record value: the normalized event as JSON. */
+  value: string
+  timestamp: number
+  type: string
+}
+
+export class TelemetryInputError extends Error {
+  constructor(readonly status: 400 | 413, message: string) {
+    super(message)
+    this.name = 'TelemetryInputError'
+  }
+}
+
+const TYPE = /^[A-Za-z0-9_.:/-]{1,100}$/
+const FIELDS = new Set(['type', 'id', 'key', 'timestamp', 'data'])
+// Kafka rejects timestamps it cannot store; keep them to a sane window (year 2000 .. 9999).
+const MIN_TS = 946684800000
+const MAX_TS = 253402300799999
+const utf8 = new TextEncoder()
+
+/** Parses and validates a request body (already size-checked) into records. Throws TelemetryInputError. */
+export function parseTelemetry(body: string, limits: TelemetryLimits = DEFAULT_LIMITS, now = Date.now(), newId: () => string = () => crypto.randomUUID()): TelemetryRecord[] {
+  if (body.trim() === '') throw new TelemetryInputError(400, 'empty body: send one event object or an array of them as JSON')
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(body)
+  } catch (e) {
+    throw new TelemetryInputError(400, `body is not valid JSON: ${(e as Error).message}`)
+  }
+  const events = Array.isArray(parsed) ? parsed : [parsed]
+  if (events.length === 0) throw new TelemetryInputError(400, 'empty array: send at least one event')
+  if (events.length > limits.maxEvents) throw new TelemetryInputError(413, `${events.length} events in one request; at most ${limits.maxEvents} are accepted, split the batch`)
+  const seen = new Set<string>()
+  return events.map((e, i) => {
+    const r = validateEvent(e, Array.isArray(parsed) ? `event[${i}]` : 'event', limits, now, newId)
+    if (seen.has(r.id)) throw new TelemetryInputError(400, `event[${i}]: id ${JSON.stringify(r.id)} appears twice in the request`)
+    seen.add(r.id)
+    return r
+  })
+}
+
+function validateEvent(e: unknown, where: string, limits: TelemetryLimits, now: number, newId: () => string): TelemetryRecord {
+  const bad = (msg: string) => new TelemetryInputError(400, `${where}: ${msg}`)
+  if (e === null || typeof e !== 'object' || Array.isArray(e)) throw bad(`must be an object like {"type": "page_view", "data": {...}}, got ${e === null ? 'null' : Array.isArray(e) ? 'an array' : typeof e}`)
+  const ev = e as Record<string, unknown>
+  for (const k of Object.keys(ev)) if (!FIELDS.has(k)) throw bad(`unknown field ${JSON.stringify(k)}; allowed: ${[...FIELDS].join(', ')} (put custom fields under "data")`)
+  if (typeof ev.type !== 'string' || !TYPE.test(ev.type)) throw bad(`"type" is required: 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(ev.type)}`)
+  let id: string
+  if (ev.id === undefined) id = newId()
+  else if (typeof ev.id === 'string' && ev.id.length >= 1 && ev.id.length <= 128) id = ev.id
+  else throw bad(`"id" must be a string of 1-128 characters, got ${JSON.stringify(ev.id)}`)
+  let key: string | null = null
+  if (ev.key !== undefined && ev.key !== null) {
+    if (typeof ev.key !== 'string' || ev.key.length > 256) throw bad(`"key" must be a string of at most 256 characters`)
+    key = ev.key
+  }
+  let timestamp = now
+  if (ev.timestamp !== undefined) {
+    const t = typeof ev.timestamp === 'number' ? ev.timestamp : typeof ev.timestamp === 'string' ? Date.parse(ev.timestamp) : NaN
+    if (!Number.isInteger(t) || t < MIN_TS || t > MAX_TS) throw bad(`"timestamp" must be integer ms since the epoch or an ISO-8601 string between 2000 and 9999, got ${JSON.stringify(ev.timestamp)}`)
+    timestamp = t
+  }
+  const value = JSON.stringify({ id, type: ev.type, timestamp, ...(key !== null ? { key } : {}), ...(ev.data !== undefined ? { data: ev.data } : {}) })
+  const size = utf8.encode(value).length
+  if (size > limits.maxEventBytes) throw new TelemetryInputError(413, `${where}: ${size} bytes serialized; one event may be at most ${limits.maxEventBytes} bytes`)
+  return { id, key, value, timestamp, type: ev.type }
+}
+
+/**
+ * Reads a request body as text, refusing (413) more than `max` bytes without buffering them: the
+ * Content-Length is checked first, then the stream is counted as it arrives (chunked uploads).
+ */
+export async function readBodyLimited(request: Request, max: number): Promise<string> {
+  const declared = request.headers.get('content-length')
+  if (declared !== null && Number(declared) > max) throw new TelemetryInputError(413, `body is ${declared} bytes; at most ${max} are accepted`)
+  if (!request.body) return ''
+  const reader = request.body.getReader()
+  const chunks: Uint8Array[] = []
+  let total = 0
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) break
+    total += value.byteLength
+    if (total > max) {
+      reader.cancel().catch(() => {})
+      throw new TelemetryInputError(413, `body is more than ${max} bytes; at most ${max} are accepted`)
+    }
+    chunks.push(value)
+  }
+  const all = new Uint8Array(total)
+  let at = 0
+  for (const c of chunks) { all.set(c, at); at += c.byteLength }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(all)
+  } catch {
+    throw new TelemetryInputError(400, 'body is not valid UTF-8')
+  }
+}
