@@ -17,8 +17,7 @@
 //   BENCH_CPU_PROF=1 npm run bench -- produce      (kafka-edge child under node --cpu-prof)
 import { spawn, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
@@ -38,16 +37,21 @@ interface ChildResult { records: number; ms: number; cpuLoopUs: number; cpuTotal
 export default async function produce(args: string[]): Promise<void> {
   if (args[0] === '--child') { await child(args.slice(1)); return }
 
-  // The kafka-edge child runs the JavaScript tsc emits, as the published package does: under tsx
-  // every inner arrow function of the hot path would pay for esbuild's keepNames wrapper.
-  const dist = join(tmpdir(), `kafka-edge-bench-${process.pid}`)
-  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', dist, '--declaration', 'false', '--sourceMap', 'false'], { encoding: 'utf8' })
-  if (!existsSync(join(dist, 'edge', 'index.js'))) throw new Error(`tsc emitted nothing:\n${tsc.stdout}${tsc.stderr}`)
-  if (tsc.status !== 0) console.log(`NOTE: tsc reported type errors elsewhere in src (emitted anyway):\n${tsc.stdout.split('\n').slice(0, 5).join('\n')}`)
-  process.env.KAFKA_EDGE_BENCH_DIST = dist
+  // The Node children run the JavaScript tsc emits, as the published package is: under tsx every
+  // inner arrow function on the hot path would also pay for esbuild's keepNames wrapper.
+  // Inside node_modules so the child still resolves kafkajs and lz4-napi from the repo.
+  const dist = join(ROOT, 'node_modules', '.cache', `kafka-edge-bench-${process.pid}`)
+  const tsc = spawnSync(process.execPath, [
+    join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--outDir', dist, '--rootDir', ROOT, '--target', 'ES2022',
+    '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--skipLibCheck', '--esModuleInterop', '--types', 'node',
+    '--lib', 'ES2022,DOM', join(here, 'produce.ts'), join(ROOT, 'src', 'edge', 'node.ts'),
+  ], { encoding: 'utf8' })
+  const childJs = join(dist, 'bench', 'produce.js')
+  if (!existsSync(childJs) || !existsSync(join(dist, 'src', 'edge', 'node.js'))) throw new Error(`tsc emitted no bench child:\n${tsc.stdout}${tsc.stderr}`)
+  if (tsc.status !== 0) console.log(`NOTE: tsc reported type errors (emitted anyway):\n${tsc.stdout.split('\n').slice(0, 5).join('\n')}`)
   process.on('exit', () => rmSync(dist, { recursive: true, force: true }))
 
-  const { loadCore } = await import(pathToFileURL(join(dist, 'edge', 'index.js')).href) as typeof import('../src/edge/index.js')
+  const { loadCore } = await import('../src/edge/wasm/core.js')
   const core = await loadCore()
   const compression = core.supportsCompression('lz4') ? 'lz4' : 'none'
   if (compression === 'none') console.log('NOTE: the WASM core in this tree has no lz4 yet: every producer runs with compression.type=none')
@@ -67,7 +71,7 @@ export default async function produce(args: string[]): Promise<void> {
 
   const runNode = async (impl: 'kafka-edge' | 'kafkajs' | 'kafkajs-idempotent', n: number, profile = false): Promise<ChildResult> => {
     const topic = await topicFor(impl)
-    try { return await nodeChild(impl, bootstrap, topic, n, compression, profile) } finally { await dropTopic(topic) }
+    try { return await nodeChild(childJs, impl, bootstrap, topic, n, compression, profile) } finally { await dropTopic(topic) }
   }
   const runJava = async (n: number): Promise<ChildResult> => {
     const topic = await topicFor('java')
@@ -101,12 +105,6 @@ export default async function produce(args: string[]): Promise<void> {
   for (const [impl, r] of best) results.push({ impl, metric: 'cpu-us/record', unit: 'us', value: round3(r.cpuLoopUs / r.records) })
   for (const [impl, r] of best) results.push({ impl, metric: 'cpu-us/record (whole process)', unit: 'us', value: round3(r.cpuTotalUs / r.records) })
 
-  if (process.env.BENCH_CPU_PROF === '1') {
-    const prof = await runNode('kafka-edge', RECORDS, true)
-    console.log(`profiled kafka-edge run: ${Math.round(prof.records / (prof.ms / 1000)).toLocaleString()} records/s (profiler overhead included)`)
-    console.log(topFunctions(latestProfile(), 25))
-  }
-
   const config = {
     valueBytes: VALUE_BYTES, key: null, acks: 'all', idempotence: 'on (kafkajs: both)', compression,
     lingerMs: LINGER_MS, batchSize: 16384, partitions: PARTITIONS, records: RECORDS, kafkajsRecords: KAFKAJS_RECORDS,
@@ -126,6 +124,11 @@ export default async function produce(args: string[]): Promise<void> {
     `cpu/record vs java ${ratio(v('kafka-edge', 'cpu-us/record'), v('java', 'cpu-us/record'))} (<= 1.5x); ` +
     `records/s vs kafkajs ${ratio(v('kafka-edge', 'records/s'), v('kafkajs', 'records/s'))}, vs kafkajs-idempotent ${ratio(v('kafka-edge', 'records/s'), v('kafkajs-idempotent', 'records/s'))} (>= 5x)`)
   console.log(`wrote ${file}`)
+  if (process.env.BENCH_CPU_PROF === '1') {
+    const prof = await runNode('kafka-edge', RECORDS, true)
+    console.log(`profiled kafka-edge run: ${Math.round(prof.records / (prof.ms / 1000)).toLocaleString()} records/s (profiler overhead included)`)
+    console.log(topFunctions(latestProfile(), 25))
+  }
 }
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000
@@ -133,10 +136,10 @@ const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`
 
 // ---- children -----------------------------------------------------------------------------------
 
-function nodeChild(impl: string, bootstrap: string, topic: string, n: number, compression: string, profile: boolean): Promise<ChildResult> {
+function nodeChild(childJs: string, impl: string, bootstrap: string, topic: string, n: number, compression: string, profile: boolean): Promise<ChildResult> {
   const profDir = join(here, 'results', 'prof')
   if (profile) mkdirSync(profDir, { recursive: true })
-  const argv = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', join(here, 'run.ts'), 'produce', '--child', impl, bootstrap, topic, String(n), compression]
+  const argv = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), childJs, '--child', impl, bootstrap, topic, String(n), compression]
   return collect(spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }), impl, (out) => JSON.parse(lastLine(out)) as ChildResult)
 }
 
@@ -203,10 +206,7 @@ async function child(args: string[]): Promise<void> {
 }
 
 async function childEdge(bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array): Promise<ChildResult> {
-  const dist = process.env.KAFKA_EDGE_BENCH_DIST
-  const { createProducer, tcp } = (dist
-    ? await import(pathToFileURL(join(dist, 'edge', 'node.js')).href)
-    : await import('../src/edge/node.js')) as typeof import('../src/edge/node.js')
+  const { createProducer, tcp } = await import('../src/edge/node.js')
   const p = createProducer({
     'bootstrap.servers': bootstrap, transport: tcp(), acks: 'all', 'enable.idempotence': true,
     'compression.type': compression, 'linger.ms': LINGER_MS,
@@ -283,8 +283,7 @@ interface ProfileNode { id: number; callFrame: { functionName: string; url: stri
 
 /** Self time per function from a .cpuprofile, top `k`, as a printable table. */
 function topFunctions(file: string, k: number): string {
-  const require = createRequire(import.meta.url)
-  const prof = require(file) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
+  const prof = JSON.parse(readFileSync(file, 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
   const byId = new Map(prof.nodes.map((nd) => [nd.id, nd]))
   const self = new Map<string, number>()
   let total = 0
@@ -299,3 +298,6 @@ function topFunctions(file: string, k: number): string {
   const rows = [...self].sort((a, b) => b[1] - a[1]).slice(0, k)
   return [`profile ${file} (self time, ${(total / 1000).toFixed(0)} ms sampled)`, ...rows.map(([name, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${name}`)].join('\n')
 }
+
+// Run as a compiled child: `node <dist>/bench/produce.js --child ...`.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await produce(process.argv.slice(2))

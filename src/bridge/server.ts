@@ -301,6 +301,8 @@ class RelayConnection {
   private rateTimer: NodeJS.Timeout | null = null
   private drained: (() => void) | null = null
   private responseChain: Promise<void> = Promise.resolve()
+  /** Responses received from the broker but not yet handed to the WebSocket (fault delay). */
+  private unsent = 0
   principal: string | null = null
   private target = ''
 
@@ -474,13 +476,16 @@ class RelayConnection {
     frame.set(body, 4)
     relay.metrics.inc(M.frames, { direction: 'out' })
     relay.metrics.inc(M.bytes, { direction: 'out' }, frame.length)
+    this.unsent++
     if (relay.faults && relay.cfg.faults.delayMs > 0) {
       this.responseChain = this.responseChain.then(() => new Promise<void>((r) => setTimeout(r, relay.cfg.faults.delayMs))).then(() => this.send(frame))
     } else this.send(frame)
-    if (this.state === 'draining' && this.pending.size === 0) this.finishDrain()
   }
 
+  private get owesNothing(): boolean { return this.pending.size === 0 && this.unsent === 0 }
+
   private send(frame: Buffer): void {
+    this.unsent--
     if (this.state === 'closed') return
     const high = this.relay.cfg.limits.highWaterBytes
     this.ws.send(frame, () => {
@@ -488,6 +493,7 @@ class RelayConnection {
     })
     // A slow reader must not make the relay buffer the broker's whole output: stop reading the broker.
     if (this.ws.bufferedAmount > high) this.upstream?.pause()
+    if (this.state === 'draining' && this.owesNothing) this.finishDrain()
   }
 
   private learn(p: Pending, body: Uint8Array): void {
@@ -529,7 +535,7 @@ class RelayConnection {
       this.state = 'draining'
       this.pause('drain')
       this.drained = () => { this.close(code, reason, null); resolve() }
-      if (this.pending.size === 0 || !this.upstream) this.finishDrain()
+      if (this.owesNothing || !this.upstream) this.finishDrain()
     })
   }
 

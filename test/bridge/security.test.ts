@@ -334,3 +334,22 @@ describe('ops endpoints', () => {
     expect((await fetch(`${bridge.httpUrl}/readyz`)).status).toBe(200)
   })
 })
+
+describe('connection limits', () => {
+  it('over connectionsPerIp the upgrade gets HTTP 429; a connection idle past idleTimeoutMs is closed with 4408', async () => {
+    const small = await startRelay(cluster, { limits: { connectionsPerIp: 2, idleTimeoutMs: 400, pingIntervalMs: 100 } })
+    try {
+      const a = rawClient(small.url)
+      const b = rawClient(small.url)
+      expect(await a.opened).toBe(true)
+      expect(await b.opened).toBe(true)
+      const c = rawClient(small.url)
+      expect((await c.closed).status).toBe(429)
+      // a and b send nothing: both are closed as idle (pings answered by ws do not count as traffic).
+      expect((await a.closed).code).toBe(CloseCode.IDLE)
+      expect((await b.closed).code).toBe(CloseCode.IDLE)
+      const h = await assertHealthy(small)
+      expect(h.health).toBe(200)
+    } finally { await small.close() }
+  })
+})

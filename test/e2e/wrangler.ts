@@ -1,7 +1,9 @@
 // Runs the telemetry Worker under `wrangler dev` (local mode: real workerd, Durable Objects in
 // process) on 127.0.0.1. Telemetry off, no outbound lookups; the whole process group is stopped.
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
+import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -26,15 +28,48 @@ export interface WranglerDev {
   stop(): Promise<void>
 }
 
-/** Environment every wrangler run gets: no metrics, no cf fetch, nothing but 127.0.0.1. */
-export const WRANGLER_ENV = { WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_LOG: 'info', NO_COLOR: '1' }
+/**
+ * Environment every wrangler run gets, so it talks to nothing but 127.0.0.1: no metrics, no cf
+ * fetch, no banner (the banner does an npm update check) and, should any other path try that check,
+ * an npm registry on a closed local port.
+ */
+export const WRANGLER_ENV = {
+  WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_HIDE_BANNER: 'true',
+  npm_config_registry: 'http://127.0.0.1:9/', WRANGLER_LOG: 'info', NO_COLOR: '1',
+}
+
+/**
+ * Bundles the Worker once (`wrangler deploy --dry-run --outdir`: the exact upload, nothing sent) into
+ * a temp dir with a copy of wrangler.toml that runs it unbundled. `wrangler dev` then watches only
+ * that snapshot, so edits elsewhere in the tree (other engineers, `npm run build`) cannot reload the
+ * Worker and reset the Durable Object in the middle of a test.
+ */
+export function snapshotWorker(): { config: string; dir: string } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'kafka-edge-worker-'))
+  const r = spawnSync('npx', ['wrangler', 'deploy', '--dry-run', '--outdir', path.join(dir, 'bundle')], {
+    cwd: ROOT, env: { ...process.env, ...WRANGLER_ENV }, encoding: 'utf8', timeout: 120_000,
+  })
+  if (r.status !== 0) {
+    rmSync(dir, { recursive: true, force: true })
+    throw new Error(`wrangler deploy --dry-run failed (${r.status}):\n${r.stdout}\n${r.stderr}`)
+  }
+  const toml = readFileSync(path.join(ROOT, 'wrangler.toml'), 'utf8')
+    .replace(/^main\s*=.*$/m, 'main = "bundle/index.js"\nno_bundle = true\nfind_additional_modules = true')
+  const config = path.join(dir, 'wrangler.toml')
+  writeFileSync(config, toml)
+  return { config, dir }
+}
 
 /** `npx wrangler dev --port <free> --var K:V ...`; resolves once GET /healthz answers 200. */
-export async function startWrangler(vars: Record<string, string>, opts: { timeoutMs?: number; persistTo?: string } = {}): Promise<WranglerDev> {
+export async function startWrangler(vars: Record<string, string>, opts: { timeoutMs?: number; snapshot?: boolean } = {}): Promise<WranglerDev> {
+  const snap = opts.snapshot === false ? null : snapshotWorker()
   const port = await freePort()
   const args = ['wrangler', 'dev', '--port', String(port), '--ip', '127.0.0.1', '--inspector-port', String(await freePort())]
   for (const [k, v] of Object.entries(vars)) args.push('--var', `${k}:${v}`)
-  if (opts.persistTo) args.push('--persist-to', opts.persistTo)
+  // Durable Object state goes to a temp dir, not .wrangler/state in the tree.
+  const state = snap ? path.join(snap.dir, 'state') : mkdtempSync(path.join(os.tmpdir(), 'kafka-edge-wrangler-state-'))
+  args.push('--persist-to', state)
+  if (snap) args.push('--config', snap.config)
   const child: ChildProcess = spawn('npx', args, {
     cwd: ROOT,
     env: { ...process.env, ...WRANGLER_ENV },
@@ -53,6 +88,7 @@ export async function startWrangler(vars: Record<string, string>, opts: { timeou
     if (!killed) { try { process.kill(-child.pid!, 'SIGKILL') } catch { /* gone */ } await exitedP }
     // workerd may outlive its parent by a moment; make sure the group is gone.
     try { process.kill(-child.pid!, 'SIGKILL') } catch { /* gone */ }
+    rmSync(snap?.dir ?? state, { recursive: true, force: true })
   }
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + (opts.timeoutMs ?? 90_000)

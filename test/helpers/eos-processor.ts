@@ -38,5 +38,6 @@ for (let i = 0; i < todo.length; i += args.perTxn) {
   n++
   process.stdout.write(`committed ${n}\n`)
 }
+process.stdout.write(`requests ${JSON.stringify(producer.transactions!.requestsSent)}\n`)
 await producer.close()
 process.stdout.write('done\n')

@@ -301,7 +301,8 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
   it('(d) a leader whose answers vanish past delivery.timeout.ms: ambiguous expiries bump the epoch, the log shows where', async () => {
     const topic = uniqueTopic('expire')
     await createTopic(cluster, topic, { partitions: PARTITIONS, replicationFactor: 3, minIsr: 2 })
-    const victim = cluster.nodes.find((n) => n.id === 0) ?? cluster.nodes[1]!
+    const leaderOf0 = (await leaders(cluster, topic))[0]
+    const victim = cluster.nodes.find((n) => n.id === leaderOf0)!
     const proxy = await FaultProxy.start(cluster.nodes, { seed: SEED })
     open.push(proxy)
     const p = createProducer({

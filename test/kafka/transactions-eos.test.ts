@@ -90,10 +90,10 @@ describe('transaction coordinator killed (kill -9) during commitTransaction(), 3
   }, 240_000)
 })
 
-describe('consume-process-produce exactly once, processor killed -9 and restarted mid-stream', () => {
+for (const tv of [2, 1] as const) describe(`consume-process-produce exactly once (transaction.version ${tv}), processor killed -9 and restarted mid-stream`, () => {
   let cluster: Cluster
   const children = new Set<ChildProcess>()
-  beforeAll(async () => { cluster = await ensureCluster({ name: 'txn' }) })
+  beforeAll(async () => { cluster = await ensureCluster(tv === 2 ? { name: 'txn' } : { name: 'txn-tv1', tv: 1 }) })
   afterAll(() => { for (const c of children) c.kill('SIGKILL') })
 
   function startProcessor(args: object): { child: ChildProcess; lines: string[]; exited: Promise<number | null>; waitLine: (pred: (l: string) => boolean, ms: number) => Promise<string> } {
@@ -130,7 +130,8 @@ describe('consume-process-produce exactly once, processor killed -9 and restarte
     const output = uniqueTopic('eos-out')
     await createTopic(cluster, input, { partitions: 3 })
     await createTopic(cluster, output, { partitions: 3 })
-    const N = 1500
+    expect(cluster.transactionVersion).toBe(tv)
+    const N = 1200
     const feeder = createProducer({ 'bootstrap.servers': bs(cluster), transport: tcp(), 'linger.ms': 2 })
     await Promise.all(Array.from({ length: N }, (_, i) => feeder.send({ topic: input, partition: i % 3, value: `in-${i}` })))
     await feeder.close()
@@ -158,7 +159,11 @@ describe('consume-process-produce exactly once, processor killed -9 and restarte
     const last = startProcessor(args)
     await last.waitLine((l) => l === 'done', 120_000)
     expect(await last.exited).toBe(0)
-    console.log(`EOS: ${kills.join('; ')}; final run ${last.lines[0]}`)
+    console.log(`EOS TV${tv}: ${kills.join('; ')}; final run ${last.lines[0]}; ${last.lines.at(-2)}`)
+    const requests = JSON.parse(last.lines.find((l) => l.startsWith('requests '))!.slice(9)) as Record<string, number>
+    expect(requests.TxnOffsetCommit).toBeGreaterThan(0)
+    if (tv === 1) expect(requests.AddOffsetsToTxn).toBeGreaterThan(0)
+    else expect(requests.AddOffsetsToTxn ?? 0).toBe(0)
     // Each restart resumed from the committed offsets: later runs had less to do.
     const remaining = [...kills.map((k) => Number(/ready (\d+)/.exec(k)![1])), Number(/ready (\d+)/.exec(last.lines[0]!)![1])]
     for (let i = 1; i < remaining.length; i++) expect(remaining[i]!).toBeLessThan(remaining[i - 1]!)

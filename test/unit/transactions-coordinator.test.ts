@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { TimeoutException } from '../../src/edge/errors.js'
 import { apiError } from '../../src/edge/protocol/index.js'
 import { topicPartition } from '../../src/edge/producer/producer-batch.js'
-import { ADD_PARTITIONS_RETRY_BACKOFF_MS, IllegalStateException } from '../../src/edge/producer/transactions.js'
+import { ADD_PARTITIONS_RETRY_BACKOFF_MS, IllegalStateException, TransactionAbortableException } from '../../src/edge/producer/transactions.js'
 import { setup } from '../helpers/txn-fake-coordinator.js'
 
 const tp = (p: number, t = 'out') => topicPartition(t, p)
@@ -258,6 +258,43 @@ describe('epochs', () => {
     const before = fake.log.length
     await ok(tm.abortTransaction())
     expect(fake.apis().slice(before)).toEqual(['InitProducerId'])
+    expect(tm.state).toBe('READY')
+  })
+
+  it('TV2: INVALID_PRODUCER_ID_MAPPING also goes straight to InitProducerId(current id, epoch), which ends the transaction', async () => {
+    const { tm, fake, ok, idem } = setup({ tv: 2 })
+    await ok(tm.initTransactions())
+    tm.beginTransaction()
+    tm.maybeAddPartition(tp(0))
+    tm.batchFailed(apiError(49, 'Produce'))
+    const before = fake.log.length
+    await ok(tm.abortTransaction())
+    expect(fake.apis().slice(before)).toEqual(['InitProducerId'])
+    expect(fake.requests('InitProducerId').at(-1)!.body).toMatchObject({ producerId: 4000n, producerEpoch: 0 })
+    expect(idem.producerIdAndEpoch.epoch).toBe(1)
+    expect(tm.state).toBe('READY')
+    expect(tm.partitionsInTransaction.size).toBe(0)
+    tm.beginTransaction()
+    expect(tm.state).toBe('IN_TRANSACTION')
+  })
+
+  it('a batch that fails while committing fails the commit with TransactionAbortableException; abort then recovers', async () => {
+    const { tm, fake, ok, fails, host } = setup({ tv: 2 })
+    await ok(tm.initTransactions())
+    tm.beginTransaction()
+    tm.maybeAddPartition(tp(0))
+    host.incomplete = 1
+    const commit = tm.commitTransaction()
+    await fake.clock.advance(10)
+    tm.batchFailed(new TimeoutException('expiring 1 record(s)'))
+    host.complete()
+    const e = await fails(commit)
+    expect(e).toBeInstanceOf(TransactionAbortableException)
+    expect((e as Error & { cause: unknown }).cause).toBeInstanceOf(TimeoutException)
+    expect(fake.requests('EndTxn')).toHaveLength(0)
+    expect(tm.state).toBe('ABORTABLE_ERROR')
+    await ok(tm.abortTransaction())
+    expect(fake.requests('EndTxn').map((r) => r.body.committed)).toEqual([false])
     expect(tm.state).toBe('READY')
   })
 

@@ -120,7 +120,8 @@ export class Sender {
       if (throttledFor > 0) { throttleDelay = Math.min(throttleDelay, throttledFor); continue }
       let conn: Connection
       try { conn = this.cluster.connection(node) } catch { this.cluster.requestUpdate(); continue }
-      if (!conn.isReady) { conn.connect().then(() => this.wakeup(), () => this.wakeup(this.config.retryBackoffMs)); continue }
+      // A broker we cannot reach may no longer lead its partitions: refresh metadata (Java: handleServerDisconnect).
+      if (!conn.isReady) { conn.connect().then(() => this.wakeup(), () => { this.cluster.requestUpdate(); this.wakeup(this.config.retryBackoffMs) }); continue }
       if ((this.inFlightPerNode.get(node) ?? 0) >= this.config.maxInFlight) continue
       sendable.push(node)
     }

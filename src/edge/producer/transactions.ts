@@ -200,6 +200,8 @@ class InitProducerIdHandler extends TxnRequestHandler {
     if (err === 0) {
       this.tm.adoptProducerId({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number }, true)
       this.tm.transitionTo('READY')
+      // An epoch bump that replaced EndTxn (INVALID_PRODUCER_ID_MAPPING) also ends the transaction.
+      if (this.isEpochBump) this.tm.clearTransaction()
       this.result.done()
     } else if (err === code('NOT_COORDINATOR') || err === code('COORDINATOR_NOT_AVAILABLE')) {
       this.lookupAndRetry()
@@ -629,6 +631,10 @@ export class TransactionCoordinatorClient {
 
   completeTransaction(): void {
     this.transitionTo(this.epochBumpRequired && !this.tv2 ? 'INITIALIZING' : 'READY')
+    this.clearTransaction()
+  }
+
+  clearTransaction(): void {
     this.lastError = null
     this.epochBumpRequired = false
     this.transactionStarted = false
@@ -654,7 +660,7 @@ export class TransactionCoordinatorClient {
     // INVALID_PRODUCER_ID_MAPPING: the coordinator would refuse EndTxn; go straight to InitProducerId.
     // (The error that made the transaction abortable is passed in: the transition to ABORTING clears lastError.)
     const pidMapping = cause instanceof KafkaApiError && cause.code === code('INVALID_PRODUCER_ID_MAPPING')
-    if (!pidMapping || this.tv2) {
+    if (!pidMapping) {
       const h = new EndTxnHandler(this, committed, this.tv2)
       this.enqueue(h)
       // Transaction v2 bumps the epoch in EndTxn itself.
@@ -771,7 +777,8 @@ export class TransactionCoordinatorClient {
       }
       this.queue.shift()
       if (this.hasError && !(this.state === 'ABORTABLE_ERROR' && next instanceof FindCoordinatorHandler)) {
-        next.result.fail(this.lastError!)
+        // E.g. a batch failed while committing: the commit fails with a typed abortable error.
+        next.result.fail(this.state === 'ABORTABLE_ERROR' ? this.errorStateException(next.result.operation) : this.lastError!)
         continue
       }
       if (next.isEndTxn && !this.transactionStarted) {

@@ -1,9 +1,13 @@
 // The only code that touches the WebAssembly core's memory. Records go into WASM memory once
 // (staging), are encoded into their batch's region by WASM, and the finished batch comes out once.
 
-import { UnsupportedCompressionError, WasmCoreError } from './errors.js'
+import {
+  CODEC_STATUS, CompressionCodecError, CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError,
+} from './errors.js'
 
-export { UnsupportedCompressionError, WasmCoreError } from './errors.js'
+export {
+  CODEC_STATUS, CompressionCodecError, CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError,
+} from './errors.js'
 
 export type CompressionType = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd'
 
@@ -51,6 +55,13 @@ const ERR_CODEC_NOT_BUILT = -2
 const CRC_CHUNK = 64 << 10
 /** Header keys up to this many UTF-16 units are tried as ASCII first, skipping a subarray + encodeInto. */
 const ASCII_FAST_PATH = 64
+/** assembly/codecs/index.ts codecFeatures bits. */
+const FEATURE_ENCODER = 1
+const FEATURE_DECODER = 2
+/** Core.decompress default output limit. */
+export const DECOMPRESS_MAX_BYTES_DEFAULT = 64 << 20
+/** First output allocation when the stream does not say its size (and no sizeHint is given): this many times the input. */
+const UNKNOWN_SIZE_FACTOR = 4
 
 interface CoreExports {
   memory: WebAssembly.Memory
@@ -68,6 +79,11 @@ interface CoreExports {
   batchData(h: number): number
   batchFree(h: number): void
   codecSupported(codec: number): number
+  codecFeatures(codec: number): number
+  decompressInto(codec: number, src: number, srcLen: number, dst: number, dstCap: number): number
+  decompressedSizeHint(codec: number, src: number, srcLen: number): number
+  bufferAlloc(size: number): number
+  bufferFree(ptr: number): void
 }
 
 const utf8 = new TextEncoder()
@@ -113,10 +129,75 @@ export class Core {
     return crc >>> 0
   }
 
-  /** Whether this module was built with `compression`. */
+  /** Whether this module was built with the `compression` encoder (what a producer needs). */
   supportsCompression(compression: CompressionType): boolean {
     const codec = COMPRESSION_CODEC[compression]
     return codec !== undefined && this.exports.codecSupported(codec) !== 0
+  }
+
+  /** Whether this module was built with the `compression` decoder (Core.decompress). */
+  supportsDecompression(compression: CompressionType): boolean {
+    const codec = COMPRESSION_CODEC[compression]
+    return codec !== undefined && (this.exports.codecFeatures(codec) & FEATURE_DECODER) !== 0
+  }
+
+  /** The codecs this module was built with: `encoders` for compression, `decoders` for decompress(). */
+  codecs(): { encoders: CompressionType[]; decoders: CompressionType[] } {
+    const all = Object.keys(COMPRESSION_CODEC) as CompressionType[]
+    const has = (c: CompressionType, bit: number) => (this.exports.codecFeatures(COMPRESSION_CODEC[c]) & bit) !== 0
+    return { encoders: all.filter((c) => has(c, FEATURE_ENCODER)), decoders: all.filter((c) => has(c, FEATURE_DECODER)) }
+  }
+
+  /**
+   * Decompresses `bytes` (one compressed records section, as Kafka stores it for `codec`).
+   * The output buffer starts at `sizeHint` if given, else at the size the stream declares (snappy,
+   * lz4 content size, gzip ISIZE, zstd frame content size), else at 4x the input; it doubles
+   * while the decoder says it is too small, up to `maxBytes` (default 64 MiB), so a hostile
+   * stream cannot make it allocate more than that. Throws CorruptCompressedDataError for
+   * truncated or malformed input, DecompressedSizeLimitError past maxBytes, and
+   * UnsupportedCompressionError if this module has no decoder for `codec`.
+   */
+  decompress(codec: CompressionType, bytes: Uint8Array, sizeHint?: number, maxBytes = DECOMPRESS_MAX_BYTES_DEFAULT): Uint8Array {
+    const id = COMPRESSION_CODEC[codec]
+    if (id === undefined) throw new WasmCoreError(`unknown compression type '${String(codec)}'`)
+    if (!this.supportsDecompression(codec)) {
+      throw new UnsupportedCompressionError(codec, `decompressing '${codec}' is not built into this kafka-edge WebAssembly core; use a build with its decoder (the default core, or kafka-edge/core-${codec}.wasm)`)
+    }
+    if (!(maxBytes >= 0) || !Number.isSafeInteger(maxBytes)) throw new WasmCoreError(`maxBytes must be a non-negative integer, got ${maxBytes}`)
+    const limit = Math.min(maxBytes, 0x7fffffff)
+    const x = this.exports
+    const n = bytes.length
+    const src = this.call(() => x.bufferAlloc(n)) >>> 0
+    if (src === 0) throw outOfMemory(n)
+    let dst = 0
+    try {
+      this.bytes().set(bytes, src)
+      let cap: number
+      if (sizeHint !== undefined && Number.isFinite(sizeHint) && sizeHint >= 0) {
+        cap = Math.floor(sizeHint)
+      } else {
+        const declared = this.call(() => x.decompressedSizeHint(id, src, n))
+        cap = declared >= 0 ? declared : n * UNKNOWN_SIZE_FACTOR
+      }
+      cap = Math.min(Math.max(cap, 0), limit)
+      for (;;) {
+        dst = this.call(() => x.bufferAlloc(cap)) >>> 0
+        if (dst === 0) throw outOfMemory(cap)
+        const r = this.call(() => x.decompressInto(id, src, n, dst, cap))
+        if (r >= 0) return this.bytes().slice(dst, dst + r)
+        x.bufferFree(dst)
+        dst = 0
+        if (r !== CODEC_STATUS.DST_TOO_SMALL) {
+          if (r === CODEC_STATUS.NOT_BUILT) throw new UnsupportedCompressionError(codec)
+          throw new CorruptCompressedDataError(codec, r)
+        }
+        if (cap >= limit) throw new DecompressedSizeLimitError(codec, maxBytes)
+        cap = Math.min(limit, Math.max(cap * 2, 1024))
+      }
+    } finally {
+      if (dst !== 0) x.bufferFree(dst)
+      x.bufferFree(src)
+    }
   }
 
   openBatch(opts: { compression: CompressionType; level?: number; initialCapacity?: number }): OpenBatch {

@@ -102,7 +102,11 @@ function validateEvent(e: unknown, where: string, limits: TelemetryLimits, now: 
  */
 export async function readBodyLimited(request: Request, max: number): Promise<string> {
   const declared = request.headers.get('content-length')
-  if (declared !== null && Number(declared) > max) throw new TelemetryInputError(413, `body is ${declared} bytes; at most ${max} are accepted`)
+  if (declared !== null && Number(declared) > max) {
+    // Say we will not read it, so the runtime can discard it instead of leaving it on the connection.
+    request.body?.cancel().catch(() => {})
+    throw new TelemetryInputError(413, `body is ${declared} bytes; at most ${max} are accepted`)
+  }
   if (!request.body) return ''
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []

@@ -1,0 +1,210 @@
+// npm run bench -- bridge: the relay's cost. Producer throughput through the relay vs straight TCP
+// to the same broker in the same run, the latency the relay adds per request, relay CPU per MB, and
+// 1,000 concurrent WebSocket connections producing through one relay (its RSS and errors).
+//
+// The relay runs as its own process (`bin/kafka-edge.js bridge`), as operators run it, so its CPU
+// and RSS are its own; the producers run here.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import WebSocket from 'ws'
+import { signToken } from '../src/bridge/token.js'
+import { createProducer, websocket, type Producer } from '../src/edge/index.js'
+import { tcp } from '../src/edge/node.js'
+import { Metadata, encodeRequest } from '../src/edge/protocol/index.js'
+import { FrameDecoder } from '../src/edge/transport/frame-decoder.js'
+import { createTopic, ensureCluster, uniqueTopic, type Cluster } from '../test/helpers/kafka.js'
+import { printTable, report, writeReport, type BenchResult } from './lib.js'
+
+const SECRET = 'bench-secret-0123456789-abcdefghijklmnop'
+const RECORDS = Number(process.env.BENCH_RECORDS ?? 200_000)
+const VALUE_BYTES = 100
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 1000)
+const LAT_REQUESTS = 3000
+
+interface Relay { child: ChildProcess; url: string; http: string; pid: number }
+
+async function startRelayProcess(cluster: Cluster): Promise<Relay> {
+  const dir = mkdtempSync(join(tmpdir(), 'kafka-edge-bench-'))
+  const config = join(dir, 'bridge.json')
+  writeFileSync(config, JSON.stringify({
+    listen: '127.0.0.1:0', brokers: [cluster.saslBootstrap],
+    sasl: { mechanism: 'SCRAM-SHA-512', username: 'relay', passwordEnv: 'BENCH_SASL_PASSWORD' },
+    auth: { secretEnv: 'KAFKA_EDGE_BRIDGE_SECRET', audience: 'bench' },
+    limits: { connectionsPerIp: 10_000, connectionsPerPrincipal: 10_000, framesPerSec: 0, bytesPerSec: 0, principalFramesPerSec: 0, principalBytesPerSec: 0 },
+    log: { level: 'info' },
+  }))
+  const child = spawn(process.execPath, ['bin/kafka-edge.js', 'bridge', '--config', config], {
+    env: { ...process.env, KAFKA_EDGE_BRIDGE_SECRET: SECRET, BENCH_SASL_PASSWORD: 'relay-secret' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    let buf = ''
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString()
+      for (const line of buf.split('\n')) {
+        if (line.includes('"listening"')) resolve(JSON.parse(line).url as string)
+      }
+      if (buf.length > 100_000) buf = buf.slice(-10_000)
+    })
+    child.once('exit', (code) => reject(new Error(`relay exited ${code}`)))
+  })
+  child.stdout!.resume()
+  return { child, url, http: url.replace(/^ws/, 'http').replace(/\/kafka$/, ''), pid: child.pid! }
+}
+
+/** user+system CPU of a process in ms (Linux /proc; 100 ticks/s). */
+function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(f[11]) + Number(f[12])) * 10
+}
+
+async function relayMetric(r: Relay, name: string): Promise<number> {
+  const text = await (await fetch(`${r.http}/metrics`)).text()
+  let sum = 0
+  for (const line of text.split('\n')) if (line.startsWith(name) && !line.startsWith('#')) sum += Number(line.split(' ').pop())
+  return sum
+}
+
+const tokenFor = (sub: string) => signToken({ sub, aud: 'bench', exp: Math.floor(Date.now() / 1000) + 3600, topics: ['*'] }, SECRET)
+
+function viaRelay(r: Relay, extra: Record<string, unknown> = {}, sub = 'bench'): Producer {
+  return createProducer({ 'bootstrap.servers': 'relay:443', transport: websocket({ url: r.url, token: tokenFor(sub), WebSocket: WebSocket as never }), ...extra })
+}
+
+async function throughput(p: Producer, topic: string): Promise<number> {
+  const value = new Uint8Array(VALUE_BYTES).fill(97)
+  await p.send({ topic, value }) // connect + metadata outside the timing
+  const t0 = performance.now()
+  const window = 20_000
+  for (let i = 0; i < RECORDS; i += window) {
+    const n = Math.min(window, RECORDS - i)
+    await Promise.all(Array.from({ length: n }, () => p.send({ topic, value })))
+  }
+  return RECORDS / ((performance.now() - t0) / 1000)
+}
+
+function percentile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!
+}
+
+/** Sequential Metadata round trips over one connection: per-request latency without batching effects. */
+async function latencies(send: (f: Uint8Array) => void, onFrame: (cb: () => void) => void, topic: string, n: number): Promise<number[]> {
+  const out: number[] = []
+  let resolve: () => void = () => {}
+  onFrame(() => resolve())
+  for (let i = 0; i < n; i++) {
+    const frame = encodeRequest(Metadata, 12, i, 'bench', { topics: [{ topicId: new Uint8Array(16), name: topic }], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false })
+    const t0 = performance.now()
+    await new Promise<void>((r) => { resolve = r; send(frame) })
+    out.push(performance.now() - t0)
+  }
+  return out
+}
+
+async function directLatency(cluster: Cluster, topic: string, n: number): Promise<number[]> {
+  const [host, port] = cluster.bootstrap.split(':')
+  const s: Socket = connect({ host, port: Number(port), noDelay: true })
+  await new Promise<void>((r) => s.once('connect', () => r()))
+  const dec = new FrameDecoder()
+  let cb = () => {}
+  s.on('data', (d: Buffer) => { for (const _ of dec.push(d)) cb() })
+  const out = await latencies((f) => s.write(f), (c) => { cb = c }, topic, n)
+  s.destroy()
+  return out
+}
+
+async function relayLatency(r: Relay, topic: string, n: number): Promise<number[]> {
+  const ws = new WebSocket(r.url, ['kafka-edge.v1', `kafka-edge.bearer.${tokenFor('latency')}`])
+  await new Promise<void>((res, rej) => { ws.once('open', () => res()); ws.once('error', rej) })
+  let cb = () => {}
+  ws.on('message', () => cb())
+  const out = await latencies((f) => ws.send(f), (c) => { cb = c }, topic, n)
+  ws.close()
+  return out
+}
+
+async function load(r: Relay, topic: string): Promise<BenchResult[]> {
+  // One WebSocket per producer: the bootstrap link serves metadata and, on a 1-node cluster, the
+  // leader link is a second one; CONNECTIONS/2 producers give CONNECTIONS concurrent WebSockets.
+  const producers = Array.from({ length: CONNECTIONS / 2 }, (_, i) => viaRelay(r, { 'linger.ms': 20 }, `load-${i}`))
+  let peakRss = 0
+  let peakConns = 0
+  const sample = setInterval(() => {
+    void relayMetric(r, 'kafka_edge_bridge_process_resident_memory_bytes').then((v) => { peakRss = Math.max(peakRss, v) })
+    void relayMetric(r, 'kafka_edge_bridge_connections_active').then((v) => { peakConns = Math.max(peakConns, v) })
+  }, 100)
+  const t0 = performance.now()
+  const PER = 50
+  const results = await Promise.allSettled(producers.flatMap((p, i) => Array.from({ length: PER }, (_, j) => p.send({ topic, value: `${i}:${j}` }))))
+  const ms = performance.now() - t0
+  // Hold every connection open while the sampler catches the peak.
+  await new Promise((res) => setTimeout(res, 300))
+  clearInterval(sample)
+  await Promise.all(producers.map((p) => p.close()))
+  const errors = results.filter((x) => x.status === 'rejected').length
+  console.log(`load: ${producers.length} producers, ${peakConns} peak relay connections, ${results.length} records in ${Math.round(ms)} ms, ${errors} errors, relay RSS peak ${(peakRss / 1e6).toFixed(0)} MB`)
+  return [
+    { impl: 'kafka-edge-relay', metric: 'load: peak concurrent connections', unit: 'connections', value: peakConns },
+    { impl: 'kafka-edge-relay', metric: 'load: send errors', unit: 'errors', value: errors },
+    { impl: 'kafka-edge-relay', metric: 'load: relay RSS peak', unit: 'MB', value: Math.round(peakRss / 1e5) / 10 },
+    { impl: 'kafka-edge-relay', metric: 'load: records/s', unit: 'records/s', value: results.length / (ms / 1000) },
+  ]
+}
+
+export default async function bridge(): Promise<void> {
+  const cluster = await ensureCluster({ nodes: 1, name: 'relay', sasl: true })
+  const relay = await startRelayProcess(cluster)
+  try {
+    const topic = uniqueTopic('bench-relay')
+    await createTopic(cluster, topic, { partitions: 6 })
+    const rounds = 2
+    let direct = 0
+    let viaWs = 0
+    let relayCpu = 0
+    let relayBytes = 0
+    for (let i = 0; i < rounds; i++) {
+      const d = createProducer({ 'bootstrap.servers': cluster.bootstrap, transport: tcp(), 'linger.ms': 5 })
+      direct = Math.max(direct, await throughput(d, topic))
+      await d.close()
+      const p = viaRelay(relay, { 'linger.ms': 5 })
+      const cpu0 = cpuMs(relay.pid)
+      const b0 = await relayMetric(relay, 'kafka_edge_bridge_bytes_total')
+      viaWs = Math.max(viaWs, await throughput(p, topic))
+      relayCpu += cpuMs(relay.pid) - cpu0
+      relayBytes += (await relayMetric(relay, 'kafka_edge_bridge_bytes_total')) - b0
+      await p.close()
+    }
+    const dl: number[] = []
+    const rl: number[] = []
+    for (let i = 0; i < 6; i++) {
+      dl.push(...await directLatency(cluster, topic, LAT_REQUESTS / 6))
+      rl.push(...await relayLatency(relay, topic, LAT_REQUESTS / 6))
+    }
+    const results: BenchResult[] = [
+      { impl: 'kafka-edge-direct', metric: 'records/s', unit: 'records/s', value: direct },
+      { impl: 'kafka-edge-relay', metric: 'records/s', unit: 'records/s', value: viaWs },
+      { impl: 'kafka-edge-relay', metric: 'relay/direct throughput', unit: 'ratio', value: viaWs / direct },
+      { impl: 'kafka-edge-direct', metric: 'p50-ms', unit: 'ms', value: percentile(dl, 0.5) },
+      { impl: 'kafka-edge-relay', metric: 'p50-ms', unit: 'ms', value: percentile(rl, 0.5) },
+      { impl: 'kafka-edge-direct', metric: 'p99-ms', unit: 'ms', value: percentile(dl, 0.99) },
+      { impl: 'kafka-edge-relay', metric: 'p99-ms', unit: 'ms', value: percentile(rl, 0.99) },
+      { impl: 'kafka-edge-relay', metric: 'added p50-ms', unit: 'ms', value: percentile(rl, 0.5) - percentile(dl, 0.5) },
+      { impl: 'kafka-edge-relay', metric: 'added p99-ms', unit: 'ms', value: percentile(rl, 0.99) - percentile(dl, 0.99) },
+      { impl: 'kafka-edge-relay', metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: relayCpu / (relayBytes / 1e6) },
+      ...await load(relay, topic),
+    ]
+    printTable(results, 'kafka-edge-direct')
+    const file = writeReport(report('bridge', {
+      records: RECORDS, valueBytes: VALUE_BYTES, acks: 'all', compression: 'none', latencyRequests: LAT_REQUESTS, latencyApi: 'Metadata v12 (1 topic), sequential',
+      loadConnections: CONNECTIONS, relay: 'separate process, SCRAM-SHA-512 to the SASL listener; direct = PLAINTEXT listener of the same broker',
+    }, results))
+    console.log(`wrote ${file}`)
+  } finally {
+    relay.child.kill('SIGTERM')
+    await new Promise((r) => relay.child.once('exit', r))
+  }
+}
