@@ -187,14 +187,14 @@ describe('API firewall', () => {
     expect(closeErr).toBeInstanceOf(AuthorizationException)
     expect((closeErr as AuthorizationException).retriable).toBe(false)
 
-    // The producer's send() fails (it currently surfaces a TimeoutException after max.block.ms
-    // rather than the AuthorizationException: reported to the producer owners).
+    // The producer's send() fails at once with the relay's refusal, not after max.block.ms.
     const topic = uniqueTopic('forbidden')
     await createTopic(cluster, topic)
     const p = wsProducer(bridge, { 'max.block.ms': 2000, 'delivery.timeout.ms': 3000, 'request.timeout.ms': 1000, 'linger.ms': 0 }, tok)
     const err = await p.send({ topic, value: 'x' }).then(() => null, (e: unknown) => e)
     await p.close().catch(() => {})
-    expect(err).toBeInstanceOf(Error)
+    expect(err).toBeInstanceOf(AuthorizationException)
+    expect((err as AuthorizationException).retriable).toBe(false)
     await expectHealthy()
   })
 

@@ -109,6 +109,10 @@ describe('telemetry Worker under wrangler dev (workerd) -> real Kafka', () => {
     const res = await fetch(`${dev.url}/events`, { method: 'POST', body: chunks, headers: { 'content-type': 'application/json' }, duplex: 'half' } as RequestInit)
     expect(res.status).toBe(413)
     expect(((await res.json()) as { error: string }).error).toMatch(/more than 65536 bytes/)
+    // and the server is still in a state to answer the next request (the rejected body was discarded)
+    const after = await post('{"type": 7}')
+    expect(after.status).toBe(400)
+    expect(((await after.json()) as { error: string }).error).toMatch(/"type" is required/)
   })
 
   it('the Java consumer reads exactly the acknowledged events, at the offsets the Worker returned', async () => {

@@ -1,7 +1,7 @@
 // Runs the telemetry Worker under `wrangler dev` (local mode: real workerd, Durable Objects in
 // process) on 127.0.0.1. Telemetry off, no outbound lookups; the whole process group is stopped.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -39,28 +39,23 @@ export const WRANGLER_ENV = {
 }
 
 /**
- * Bundles the Worker once (`wrangler deploy --dry-run --outdir`: the exact upload, nothing sent) into
- * a temp dir with a copy of wrangler.toml that runs it unbundled. `wrangler dev` then watches only
- * that snapshot, so edits elsewhere in the tree (other engineers, `npm run build`) cannot reload the
- * Worker and reset the Durable Object in the middle of a test.
+ * Copies what the Worker is built from (wrangler.toml, tsconfig.json, package.json, src/edge,
+ * build/core.wasm; node_modules linked) into a temp dir, and `wrangler dev` runs there. wrangler dev
+ * watches its sources; edits elsewhere in the tree (other engineers, `npm run build`) would otherwise
+ * reload the Worker and reset the Durable Object in the middle of a test. It is still plain
+ * `wrangler dev` (its dev-only middlewares included), on a consistent copy of the sources.
  */
-export function snapshotWorker(): { config: string; dir: string } {
+export function snapshotWorker(): { dir: string } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'kafka-edge-worker-'))
-  const r = spawnSync('npx', ['wrangler', 'deploy', '--dry-run', '--outdir', path.join(dir, 'bundle')], {
-    cwd: ROOT, env: { ...process.env, ...WRANGLER_ENV }, encoding: 'utf8', timeout: 120_000,
-  })
-  if (r.status !== 0) {
-    rmSync(dir, { recursive: true, force: true })
-    throw new Error(`wrangler deploy --dry-run failed (${r.status}):\n${r.stdout}\n${r.stderr}`)
-  }
-  const toml = readFileSync(path.join(ROOT, 'wrangler.toml'), 'utf8')
-    .replace(/^main\s*=.*$/m, 'main = "bundle/index.js"\nno_bundle = true\nfind_additional_modules = true')
-  const config = path.join(dir, 'wrangler.toml')
-  writeFileSync(config, toml)
-  return { config, dir }
+  const wasm = path.join(ROOT, 'build', 'core.wasm')
+  if (!existsSync(wasm)) throw new Error('build/core.wasm is missing: run `npm run build:wasm` first')
+  for (const f of ['wrangler.toml', 'tsconfig.json', 'package.json']) cpSync(path.join(ROOT, f), path.join(dir, f))
+  cpSync(path.join(ROOT, 'src', 'edge'), path.join(dir, 'src', 'edge'), { recursive: true })
+  cpSync(wasm, path.join(dir, 'build', 'core.wasm'))
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir')
+  return { dir }
 }
 
-/** `npx wrangler dev --port <free> --var K:V ...`; resolves once GET /healthz answers 200. */
 export async function startWrangler(vars: Record<string, string>, opts: { timeoutMs?: number; snapshot?: boolean } = {}): Promise<WranglerDev> {
   const snap = opts.snapshot === false ? null : snapshotWorker()
   const port = await freePort()
@@ -69,9 +64,8 @@ export async function startWrangler(vars: Record<string, string>, opts: { timeou
   // Durable Object state goes to a temp dir, not .wrangler/state in the tree.
   const state = snap ? path.join(snap.dir, 'state') : mkdtempSync(path.join(os.tmpdir(), 'kafka-edge-wrangler-state-'))
   args.push('--persist-to', state)
-  if (snap) args.push('--config', snap.config)
   const child: ChildProcess = spawn('npx', args, {
-    cwd: ROOT,
+    cwd: snap?.dir ?? ROOT,
     env: { ...process.env, ...WRANGLER_ENV },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group: stop() ends npx, wrangler, esbuild and workerd together

@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { CompressionCodecError, CorruptCompressedDataError } from '../../src/edge/wasm/errors.js'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const CODECS_DIR = join(ROOT, 'assembly/codecs')
@@ -15,33 +16,15 @@ export type CodecName = keyof typeof CODEC_IDS
 const NAMES = Object.fromEntries(Object.entries(CODEC_IDS).map(([k, v]) => [v, k])) as Record<number, CodecName>
 
 export const ERR = { DST_TOO_SMALL: -1, NOT_BUILT: -2, TRUNCATED: -3, CORRUPT: -4, CHECKSUM: -5, UNSUPPORTED: -6 } as const
-const REASONS: Record<number, string> = {
-  [-1]: 'output buffer too small',
-  [-2]: 'codec not built into this module',
-  [-3]: 'truncated compressed data',
-  [-4]: 'corrupt compressed data',
-  [-5]: 'checksum mismatch',
-  [-6]: 'unsupported feature in compressed data',
-}
 
-/** Base class: a codec call returned a negative code. */
-export class CompressionCodecError extends Error {
-  constructor(readonly codec: CodecName, readonly code: number, message?: string) {
-    super(message ?? `${codec}: ${REASONS[code] ?? `error ${code}`}`)
-    this.name = 'CompressionCodecError'
-  }
-}
-/** Compressed input is truncated, malformed, fails a checksum or uses an unsupported feature. */
-export class CorruptCompressedDataError extends CompressionCodecError {
-  constructor(codec: CodecName, code: number) {
-    super(codec, code, `${codec}: ${REASONS[code] ?? `error ${code}`}; the compressed records cannot be read`)
-    this.name = 'CorruptCompressedDataError'
-  }
-}
+// The typed codec errors live in src/edge/wasm/errors.ts (Core.decompress throws them); re-exported
+// here so the codec tests and this harness throw the same classes as the product.
+export { CompressionCodecError, CorruptCompressedDataError } from '../../src/edge/wasm/errors.js'
+
+/** The test wasm's "codec not built" (-2); the product reports it as UnsupportedCompressionError. */
 export class CodecNotBuiltError extends CompressionCodecError {
   constructor(codec: CodecName) {
     super(codec, -2, `${codec}: codec not built into this wasm module`)
-    this.name = 'CodecNotBuiltError'
   }
 }
 

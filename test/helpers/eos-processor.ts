@@ -4,14 +4,15 @@
 // Input records come from a file the test wrote (read once with the Java reader); the processor starts
 // from the group's committed offsets (read with the Java AdminClient after initTransactions(), which
 // first aborts whatever a killed predecessor left open), writes one output record per input record and
-// commits the input offsets for the group inside the same transaction. stdout: "ready", then
-// "committed <n>" after each transaction, "done" at the end.
+// commits the input offsets for the group inside the same transaction. stdout: "ready <todo>", then
+// "acked <n>" once a transaction's outputs are acknowledged (uncommitted) and "committed <n>" after
+// its commit, "requests {...}" and "done" at the end.
 import { readFileSync } from 'node:fs'
 import { createProducer } from '../../src/edge/index.js'
 import { tcp } from '../../src/edge/node.js'
 import { groupOffsets, type Cluster } from './kafka.js'
 
-interface Args { cluster: Cluster; input: string; output: string; group: string; transactionalId: string; inputFile: string; perTxn: number }
+interface Args { cluster: Cluster; input: string; output: string; group: string; transactionalId: string; inputFile: string; perTxn: number; workMs: number }
 interface InputRecord { partition: number; offset: number; value: string }
 
 const args = JSON.parse(process.argv[2]!) as Args
@@ -30,11 +31,14 @@ for (let i = 0; i < todo.length; i += args.perTxn) {
   const chunk = todo.slice(i, i + args.perTxn)
   producer.beginTransaction()
   const acks = chunk.map((r) => producer.send({ topic: args.output, key: `${r.partition}:${r.offset}`, value: `out:${r.value}` }))
+  // The outputs are in the log, uncommitted; some more "work" before the offsets and the commit.
+  await Promise.all(acks)
+  process.stdout.write(`acked ${n + 1}\n`)
+  await new Promise((resolve) => setTimeout(resolve, args.workMs))
   const next: Record<number, number> = {}
   for (const r of chunk) next[r.partition] = Math.max(next[r.partition] ?? 0, r.offset + 1)
   await producer.sendOffsetsToTransaction({ [args.input]: next }, { groupId: args.group })
   await producer.commitTransaction()
-  await Promise.all(acks)
   n++
   process.stdout.write(`committed ${n}\n`)
 }

@@ -204,7 +204,10 @@ export class Producer {
           const left = deadline - c.clock.now()
           if (left <= 0) throw this.blockTimeout(p)
           if (this.cluster.partitionCount(p.topic) === 0) {
-            await this.withDeadline(this.cluster.refresh(this.sender.topicsInUse).catch(() => {}), left, `waiting for metadata of topic ${p.topic}`)
+            // Retriable failures (a broker restarting) are waited out; a refusal (authorization) is final.
+            await this.withDeadline(this.cluster.refresh(this.sender.topicsInUse).catch((e: unknown) => {
+              if (e instanceof KafkaEdgeError && !e.retriable) throw e
+            }), left, `waiting for metadata of topic ${p.topic}`)
             if (this.cluster.partitionCount(p.topic) === 0) await new Promise((r) => c.clock.setTimeout(r as () => void, Math.min(c.retryBackoffMs, Math.max(0, deadline - c.clock.now()))))
           } else {
             // Buffer full: wait for space, then hand the reservation back and retry the append.

@@ -92,7 +92,7 @@ function brokerUrl(base: string, address: BrokerAddress, token: string, tokenIn:
 }
 
 /** Turns a close code from the relay into the error the producer acts on. */
-export function closeError(code: number, reason: string, where: string, tokenRefreshable: boolean): Error {
+export function closeError(code: number, reason: string, where: string, tokenRefreshable: boolean): KafkaEdgeError {
   const why = reason ? `: ${reason}` : ''
   switch (code) {
     case 4401: return new AuthenticationException(`relay refused the token (${code})${why}`)

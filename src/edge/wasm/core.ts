@@ -2,7 +2,7 @@
 // (staging), are encoded into their batch's region by WASM, and the finished batch comes out once.
 
 import {
-  CODEC_STATUS, CompressionCodecError, CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError,
+  CODEC_STATUS, CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError,
 } from './errors.js'
 
 export {

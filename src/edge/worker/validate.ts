@@ -100,13 +100,12 @@ function validateEvent(e: unknown, where: string, limits: TelemetryLimits, now: 
  * Reads a request body as text, refusing (413) more than `max` bytes without buffering them: the
  * Content-Length is checked first, then the stream is counted as it arrives (chunked uploads).
  */
+const DRAIN_LIMIT = 16 << 20
+
 export async function readBodyLimited(request: Request, max: number): Promise<string> {
   const declared = request.headers.get('content-length')
-  if (declared !== null && Number(declared) > max) {
-    // Say we will not read it, so the runtime can discard it instead of leaving it on the connection.
-    request.body?.cancel().catch(() => {})
-    throw new TelemetryInputError(413, `body is ${declared} bytes; at most ${max} are accepted`)
-  }
+  // Unread, the body is discarded by the runtime (and by wrangler dev's drain middleware).
+  if (declared !== null && Number(declared) > max) throw new TelemetryInputError(413, `body is ${declared} bytes; at most ${max} are accepted`)
   if (!request.body) return ''
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
@@ -116,7 +115,14 @@ export async function readBodyLimited(request: Request, max: number): Promise<st
     if (done) break
     total += value.byteLength
     if (total > max) {
-      reader.cancel().catch(() => {})
+      // Discard the rest (bounded) so the connection stays usable, as servers do before a 413.
+      let discarded = 0
+      while (discarded < DRAIN_LIMIT) {
+        const next = await reader.read().catch(() => ({ done: true as const, value: undefined }))
+        if (next.done) break
+        discarded += next.value.byteLength
+      }
+      if (discarded >= DRAIN_LIMIT) reader.cancel().catch(() => {})
       throw new TelemetryInputError(413, `body is more than ${max} bytes; at most ${max} are accepted`)
     }
     chunks.push(value)
