@@ -279,7 +279,7 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     expect(v.logEpochs.length).toBe(v.historyEpochs.length)
   }, 300_000)
 
-  it('(a, control) the same losses with enable.idempotence=false do duplicate records: the proxy and the check have teeth', async () => {
+  it('(a, control) ambiguous losses with enable.idempotence=false do duplicate records: the proxy and the check have teeth', async () => {
     const topic = uniqueTopic('amb-plain')
     await createTopic(cluster, topic, { partitions: PARTITIONS, replicationFactor: 3, minIsr: 2 })
     const proxy = await FaultProxy.start(cluster.nodes, { seed: SEED, rules: { dropProduceEvery: 40 } })
