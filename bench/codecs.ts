@@ -1,10 +1,15 @@
-// npm run bench -- codecs [--quick] [--no-sizes]
+// npm run bench -- codecs [--quick] [--no-sizes] [--sizes-only]
 // Compression ratio and compress speed (MB/s of input) of the WASM codecs at their default
 // level against native (Node zlib, snappy napi-rs, lz4-napi) and pure-JS peers (fflate, pako,
 // snappyjs, lz4js) on JSON telemetry events, log lines and random bytes at 1, 16 and 64 KiB
-// batches; also decompress speed on JSON and the gzipped size of a wasm holding only one codec.
+// batches; also decompress speed on JSON, and the sizes (raw and gzip -9) of the shipped core
+// variants (scripts/build-wasm.mjs: all codecs, none, one codec each, encoders only) and of
+// wasm modules holding only one codec (no CRC / builder).
 // zstd: append an entry to CODECS below (id 4, its peers) and a size entry to SIZE_ENTRIES.
 import { gzipSync, gunzipSync } from 'node:zlib'
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { createRequire } from 'node:module'
 import { gzipSync as fflateGzip } from 'fflate'
@@ -71,6 +76,19 @@ const SIZE_ENTRIES: { codec: string; entry: string }[] = [
   { codec: 'zstd', entry: 'entry-zstd.ts' },
 ]
 
+/** The core builds of scripts/build-wasm.mjs (its TARGETS), smallest codec set first. */
+const CORE_VARIANTS: { name: string; contents: string }[] = [
+  { name: 'core-none', contents: 'CRC + builder, no codecs' },
+  { name: 'core-snappy', contents: 'CRC + builder + snappy enc+dec' },
+  { name: 'core-lz4', contents: 'CRC + builder + lz4 enc+dec' },
+  { name: 'core-gzip', contents: 'CRC + builder + gzip enc+dec' },
+  { name: 'core-zstd', contents: 'CRC + builder + zstd enc+dec' },
+  { name: 'core-encoders', contents: 'CRC + builder + 4 encoders' },
+  { name: 'core', contents: 'CRC + builder + 4 codecs enc+dec (default, embedded)' },
+]
+/** Target for the encoders-only build (CRC + builder + four encoders), gzip -9. */
+const ENCODERS_ONLY_GZ_TARGET = 60_000
+
 const CORPORA: Record<string, (n: number) => Uint8Array> = {
   json: (n) => jsonEvents(n, 101),
   logs: (n) => logLines(n, 102),
@@ -107,7 +125,50 @@ function wasmDecompressor(c: Codecs, codec: CodecName, z: Uint8Array, outLen: nu
   }
 }
 
+interface SizeRow { module: string; contents: string; bytes: number; gzipped: number }
+
+/** Sizes of the shipped core variants and the codec-only modules; adds them to `results`. */
+async function measureSizes(results: BenchResult[]): Promise<SizeRow[]> {
+  // Builds the variants if their sources changed (a no-op otherwise).
+  execFileSync(process.execPath, [join(ROOT, 'scripts/build-wasm.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] })
+  const rows: SizeRow[] = []
+  const add = (module: string, contents: string, wasm: Uint8Array) => {
+    const gz = gzipSync(wasm, { level: 9 }).length
+    rows.push({ module, contents, bytes: wasm.length, gzipped: gz })
+    results.push({ impl: 'kafka-edge-wasm', metric: `${module} wasm`, unit: 'bytes', value: wasm.length })
+    results.push({ impl: 'kafka-edge-wasm', metric: `${module} wasm gzipped`, unit: 'bytes', value: gz })
+  }
+  for (const v of CORE_VARIANTS) add(v.name, v.contents, readFileSync(join(ROOT, `build/${v.name}.wasm`)))
+  for (const { codec, entry } of SIZE_ENTRIES) {
+    add(`${codec}-only`, `${codec} enc+dec alone (no CRC/builder, stub runtime)`, await buildWasm(join(CODECS_DIR, entry), join(ROOT, `build/codec-${codec}.wasm`)))
+  }
+  return rows
+}
+
+function printSizes(rows: SizeRow[]): void {
+  const none = rows.find((r) => r.module === 'core-none')!
+  const head = ['module', 'bytes', 'gzip -9', '+gz vs core-none', 'contents']
+  const cells = rows.map((r) => [
+    r.module, String(r.bytes), String(r.gzipped), r.module.startsWith('core') ? (r.module === 'core-none' ? '' : `+${r.gzipped - none.gzipped}`) : '', r.contents,
+  ])
+  const w = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)))
+  console.log('\nwasm sizes (gzip -9 via zlib)')
+  console.log(head.map((h, i) => (i === 0 || i === 4 ? h.padEnd(w[i]!) : h.padStart(w[i]!))).join('  '))
+  for (const c of cells) console.log(c.map((v, i) => (i === 0 || i === 4 ? v.padEnd(w[i]!) : v.padStart(w[i]!))).join('  ').trimEnd())
+  const enc = rows.find((r) => r.module === 'core-encoders')!
+  console.log(`encoders-only core: ${enc.gzipped} bytes gzipped (target <= ${ENCODERS_ONLY_GZ_TARGET}: ${enc.gzipped <= ENCODERS_ONLY_GZ_TARGET ? 'met' : 'MISSED'})`)
+}
+
 export default async function codecs(args: string[]): Promise<void> {
+  const load = loadavg()
+  if (args.includes('--sizes-only')) {
+    const results: BenchResult[] = []
+    const rows = await measureSizes(results)
+    printSizes(rows)
+    const file = writeReport(report('codecs-sizes', { loadavg: load }, results))
+    console.log(`\nwrote ${file}`)
+    return
+  }
   const quick = args.includes('--quick')
   const opts = quick ? { rounds: 2, minMs: 80 } : { rounds: 3, minMs: 200 }
   const c = await Codecs.load()
@@ -157,14 +218,7 @@ export default async function codecs(args: string[]): Promise<void> {
     }
   }
 
-  if (!args.includes('--no-sizes')) {
-    for (const { codec, entry } of SIZE_ENTRIES) {
-      const wasm = await buildWasm(join(CODECS_DIR, entry), join(ROOT, `build/codec-${codec}.wasm`))
-      const gz = gzipSync(wasm, { level: 9 }).length
-      results.push({ impl: 'kafka-edge-wasm', metric: `${codec}-only wasm`, unit: 'bytes', value: wasm.length })
-      results.push({ impl: 'kafka-edge-wasm', metric: `${codec}-only wasm gzipped`, unit: 'bytes', value: gz })
-    }
-  }
+  const sizeRows = args.includes('--no-sizes') ? [] : await measureSizes(results)
 
   printTable(results, 'kafka-edge-wasm')
   console.log('\nsummary (ratio = input/output; speed = MB/s of input; targets: ratio >= 0.9x native, speed >= 0.5x native and >= 2x best pure-JS)')
@@ -172,6 +226,12 @@ export default async function codecs(args: string[]): Promise<void> {
   const w = head.map((h, i) => Math.max(h.length, ...summary.map((r) => r[i]!.length)))
   console.log(head.map((h, i) => h.padStart(w[i]!)).join('  '))
   for (const r of summary) console.log(r.map((v, i) => (i === 0 ? v.padEnd(w[i]!) : v.padStart(w[i]!))).join('  '))
-  const file = writeReport(report('codecs', { levels: Object.fromEntries(CODECS.map((e) => [e.codec, e.level])), sizes: SIZES, corpora: Object.keys(CORPORA) }, results))
+  if (sizeRows.length) printSizes(sizeRows)
+  const loadEnd = loadavg()
+  console.log(`\nload average ${load.map((x) => x.toFixed(2)).join(' ')} at start, ${loadEnd.map((x) => x.toFixed(2)).join(' ')} at end (${cpus().length} cpus): speed figures on a loaded box are noisy`)
+  const file = writeReport(report('codecs', {
+    levels: Object.fromEntries(CODECS.map((e) => [e.codec, e.level])), sizes: SIZES, corpora: Object.keys(CORPORA),
+    loadavg: { start: load, end: loadEnd },
+  }, results))
   console.log(`\nwrote ${file}`)
 }

@@ -18,6 +18,7 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
@@ -78,6 +79,7 @@ export default async function produce(args: string[]): Promise<void> {
     try { return await javaChild(harness.classpath(), bootstrap, topic, n, compression) } finally { await dropTopic(topic) }
   }
 
+  const loadBefore = loadavg()[0]!
   console.log(`broker ${bootstrap}; ${RECORDS.toLocaleString()} records per run (kafkajs ${KAFKAJS_RECORDS.toLocaleString()}), ${ROUNDS} rounds, best kept`)
   // Warm the broker's JIT so the first measured producer does not pay for it.
   await runNode('kafka-edge', Math.min(RECORDS, 300_000))
@@ -110,10 +112,12 @@ export default async function produce(args: string[]): Promise<void> {
     lingerMs: LINGER_MS, batchSize: 16384, partitions: PARTITIONS, records: RECORDS, kafkajsRecords: KAFKAJS_RECORDS,
     rounds: ROUNDS, kept: 'best records/s round per impl (2 shared cores, other clusters running)',
     broker: { nodes: 1, jvm: process.env.KAFKA_EDGE_BROKER_JVM_OPTS, cluster: CLUSTER },
-    java: 'ProducerPerformance --throughput -1 --producer-props acks=all enable.idempotence=true linger.ms=5 compression.type=' + compression + ' (JVM -Xmx512M, default JIT)',
+    java: 'ProducerPerformance (refills one payload array per record) --throughput -1 --producer-props acks=all enable.idempotence=true linger.ms=5 compression.type=' + compression + ' (JVM -Xmx512M, default JIT)',
     kafkajs: 'send() of 1000 messages per call, lz4 through lz4-napi compressFrame (kafkajs has no lz4 built in); default: 5 calls in flight; idempotent: one call at a time (maxInFlightRequests: 1)',
     kafkaEdge: 'one send() per record, a .then per record as an application would, at most ~200k records outstanding',
     cpu: 'cpu-us/record: send loop only (Java: whole JVM minus a 1-record run); whole process: everything',
+    // Other engineers' brokers and tests share the 2 cores: records/s moves with their load, CPU per record far less.
+    loadAverage1m: { before: round3(loadBefore), after: round3(loadavg()[0]!) },
   }
   const file = writeReport(report('produce', config, results))
   console.log()
@@ -137,7 +141,7 @@ const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`
 // ---- children -----------------------------------------------------------------------------------
 
 function nodeChild(childJs: string, impl: string, bootstrap: string, topic: string, n: number, compression: string, profile: boolean): Promise<ChildResult> {
-  const profDir = join(here, 'results', 'prof')
+  const profDir = join(tmpdir(), 'kafka-edge-bench-prof')
   if (profile) mkdirSync(profDir, { recursive: true })
   const argv = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), childJs, '--child', impl, bootstrap, topic, String(n), compression]
   return collect(spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }), impl, (out) => JSON.parse(lastLine(out)) as ChildResult)
@@ -274,7 +278,7 @@ async function childKafkajs(idempotent: boolean, bootstrap: string, topic: strin
 // ---- profile summary ----------------------------------------------------------------------------
 
 function latestProfile(): string {
-  const dir = join(here, 'results', 'prof')
+  const dir = join(tmpdir(), 'kafka-edge-bench-prof')
   const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(dir, f))
   return files.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0]!
 }

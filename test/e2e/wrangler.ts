@@ -56,9 +56,9 @@ export function snapshotWorker(): { dir: string } {
   return { dir }
 }
 
-export async function startWrangler(vars: Record<string, string>, opts: { timeoutMs?: number; snapshot?: boolean } = {}): Promise<WranglerDev> {
+export async function startWrangler(vars: Record<string, string>, opts: { timeoutMs?: number; snapshot?: boolean; port?: number } = {}): Promise<WranglerDev> {
   const snap = opts.snapshot === false ? null : snapshotWorker()
-  const port = await freePort()
+  const port = opts.port ?? await freePort()
   const args = ['wrangler', 'dev', '--port', String(port), '--ip', '127.0.0.1', '--inspector-port', String(await freePort())]
   for (const [k, v] of Object.entries(vars)) args.push('--var', `${k}:${v}`)
   // Durable Object state goes to a temp dir, not .wrangler/state in the tree.

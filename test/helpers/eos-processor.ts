@@ -12,7 +12,7 @@ import { createProducer } from '../../src/edge/index.js'
 import { tcp } from '../../src/edge/node.js'
 import { groupOffsets, type Cluster } from './kafka.js'
 
-interface Args { cluster: Cluster; input: string; output: string; group: string; transactionalId: string; inputFile: string; perTxn: number; workMs: number }
+interface Args { cluster: Cluster; input: string; output: string; group: string; transactionalId: string; inputFile: string; perTxn: number; pauseAt?: number }
 interface InputRecord { partition: number; offset: number; value: string }
 
 const args = JSON.parse(process.argv[2]!) as Args
@@ -31,10 +31,11 @@ for (let i = 0; i < todo.length; i += args.perTxn) {
   const chunk = todo.slice(i, i + args.perTxn)
   producer.beginTransaction()
   const acks = chunk.map((r) => producer.send({ topic: args.output, key: `${r.partition}:${r.offset}`, value: `out:${r.value}` }))
-  // The outputs are in the log, uncommitted; some more "work" before the offsets and the commit.
+  // The outputs are in the log, uncommitted. At `pauseAt` the processor "works" a while before
+  // committing, so a kill there lands inside the transaction.
   await Promise.all(acks)
   process.stdout.write(`acked ${n + 1}\n`)
-  await new Promise((resolve) => setTimeout(resolve, args.workMs))
+  if (n + 1 === args.pauseAt) await new Promise((resolve) => setTimeout(resolve, 5000))
   const next: Record<number, number> = {}
   for (const r of chunk) next[r.partition] = Math.max(next[r.partition] ?? 0, r.offset + 1)
   await producer.sendOffsetsToTransaction({ [args.input]: next }, { groupId: args.group })

@@ -8,8 +8,8 @@
 //     certainly happened), then close both sockets instead of returning the answer. The producer sees
 //     a disconnect with the outcome unknown: the case idempotence exists for.
 //   - delayed responses (order kept per connection);
-//   - blackhole: frames in both directions are swallowed, sockets stay open (a silent partition);
-//   - pause: frames are held and released in order on resume (a partition that heals, as TCP would).
+//   - blackhole: frames are swallowed, sockets stay open (a silent partition), both ways or only the
+//     answers (the broker keeps appending, the producer learns nothing).
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import { decodeRequestHeader } from '../../src/edge/protocol/index.js'
 import { FrameDecoder } from '../../src/edge/transport/frame-decoder.js'
@@ -39,7 +39,6 @@ export interface FaultCounters {
   lostWithDrop: number
   delayedResponses: number
   blackholedFrames: number
-  pausedFrames: number
 }
 
 interface Upstream { host: string; port: number }
@@ -55,7 +54,6 @@ interface Pipe {
   /** responses queued behind a delay, in order */
   outQueue: Array<{ at: number; frame: Uint8Array }>
   outTimer: NodeJS.Timeout | null
-  held: Array<{ toBroker: boolean; frame: Uint8Array }>
   closed: boolean
 }
 
@@ -69,7 +67,7 @@ const withSize = (body: Uint8Array): Uint8Array => {
 export class FaultProxy {
   readonly counters: FaultCounters = {
     connections: 0, requests: 0, produceRequests: 0, responses: 0, droppedProduce: 0, lostWithDrop: 0,
-    delayedResponses: 0, blackholedFrames: 0, pausedFrames: 0,
+    delayedResponses: 0, blackholedFrames: 0,
   }
   /** What happened, for failure messages: "<ms> drop node 2 corr 1234", ... (last 200 entries). */
   readonly log: string[] = []
@@ -77,7 +75,6 @@ export class FaultProxy {
   private readonly servers = new Map<string, { server: Server; port: number; upstream: Upstream }>()
   private readonly pipes = new Set<Pipe>()
   private readonly blackholed = new Map<string, 'both' | 'responses'>()
-  private readonly paused = new Set<string>()
   private produceSeen = 0
   private readonly random: () => number
   private readonly started = Date.now()
@@ -126,7 +123,7 @@ export class FaultProxy {
     this.counters.connections++
     client.setNoDelay(true)
     const broker = connect({ host: upstream.host, port: upstream.port, noDelay: true })
-    const pipe: Pipe = { nodeKey, client, broker, pending: new Map(), dropAt: new Set(), outQueue: [], outTimer: null, held: [], closed: false }
+    const pipe: Pipe = { nodeKey, client, broker, pending: new Map(), dropAt: new Set(), outQueue: [], outTimer: null, closed: false }
     this.pipes.add(pipe)
     const up = new FrameDecoder()
     const down = new FrameDecoder()
@@ -146,7 +143,6 @@ export class FaultProxy {
   private onRequest(pipe: Pipe, frame: Uint8Array): void {
     if (pipe.closed) return
     if (this.blackholed.get(pipe.nodeKey) === 'both') { this.counters.blackholedFrames++; return }
-    if (this.paused.has(pipe.nodeKey)) { this.counters.pausedFrames++; pipe.held.push({ toBroker: true, frame }); return }
     this.forwardRequest(pipe, frame)
   }
 
@@ -168,7 +164,6 @@ export class FaultProxy {
   private onResponse(pipe: Pipe, frame: Uint8Array): void {
     if (pipe.closed) return
     if (this.blackholed.has(pipe.nodeKey)) { this.counters.blackholedFrames++; return }
-    if (this.paused.has(pipe.nodeKey)) { this.counters.pausedFrames++; pipe.held.push({ toBroker: false, frame }); return }
     this.forwardResponse(pipe, frame)
   }
 
@@ -238,27 +233,6 @@ export class FaultProxy {
 
   /** The proxy key (`host:port` as advertised) of a broker. */
   static key(node: { host: string; port: number }): string { return `${node.host}:${node.port}` }
-
-  /** Hold frames both ways (sockets open) until resume(): a partition that heals without loss. */
-  pause(nodeKey?: string): void {
-    for (const k of nodeKey ? [nodeKey] : this.servers.keys()) this.paused.add(k)
-    this.note(`pause ${nodeKey ?? 'all'}`)
-  }
-
-  resume(nodeKey?: string): void {
-    for (const k of nodeKey ? [nodeKey] : [...this.paused]) {
-      this.paused.delete(k)
-      for (const p of this.pipes) {
-        if (p.nodeKey !== k) continue
-        for (const h of p.held.splice(0)) {
-          if (p.closed) break
-          if (h.toBroker) this.forwardRequest(p, h.frame)
-          else this.forwardResponse(p, h.frame)
-        }
-      }
-    }
-    this.note(`resume ${nodeKey ?? 'all'}`)
-  }
 
   /** Close every proxied connection now (a network flap). */
   disconnectAll(): void {

@@ -253,7 +253,8 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
   it('(a) 200,000 records with an ambiguous loss about every 500 Produce requests: exactly once, in order', async () => {
     const topic = uniqueTopic('amb')
     await createTopic(cluster, topic, { partitions: PARTITIONS, replicationFactor: 3, minIsr: 2 })
-    const proxy = await FaultProxy.start(cluster.nodes, { seed: SEED, rules: { dropProduceProbability: 1 / 500 } })
+    // A little response jitter too, so losses also hit answers queued behind a delayed one.
+    const proxy = await FaultProxy.start(cluster.nodes, { seed: SEED, rules: { dropProduceProbability: 1 / 500, responseJitterMs: 3 } })
     open.push(proxy)
     const p = createProducer({
       'bootstrap.servers': proxy.bootstrap, transport: tcp({ resolve: proxy.resolve }),
@@ -271,6 +272,7 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     console.log(`(a) seed ${SEED}: ${sent.length} records in ${produceMs} ms; proxy ${JSON.stringify(proxy.counters)}; ` +
       `requests ${m['request-total']}, record retries ${m['record-retry-total']}, epoch bumps ${m['producer-epoch-bumps-total']}; ${summary(v)}`)
     expect(proxy.counters.droppedProduce, 'the proxy lost Produce answers').toBeGreaterThanOrEqual(3)
+    expect(proxy.counters.delayedResponses, 'the proxy delayed answers').toBeGreaterThan(0)
     // Each loss was of a request the broker had already appended: the retry must have been deduplicated.
     expect(m['record-retry-total'], 'lost answers made the producer retry').toBeGreaterThan(0)
     expect(v.acked, 'with a 2-minute delivery timeout every record is acknowledged').toBe(sent.length)
@@ -296,45 +298,6 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     expect(proxy.counters.droppedProduce).toBeGreaterThanOrEqual(3)
     expect(v.duplicates.length, 'a retry of a written batch without idempotence is appended again').toBeGreaterThan(0)
     expect(v.missing, 'acks still mean written').toEqual([])
-  }, 300_000)
-
-  it('(d) a leader whose answers vanish past delivery.timeout.ms: ambiguous expiries bump the epoch, the log shows where', async () => {
-    const topic = uniqueTopic('expire')
-    await createTopic(cluster, topic, { partitions: PARTITIONS, replicationFactor: 3, minIsr: 2 })
-    const leaderOf0 = (await leaders(cluster, topic))[0]
-    const victim = cluster.nodes.find((n) => n.id === leaderOf0)!
-    const proxy = await FaultProxy.start(cluster.nodes, { seed: SEED })
-    open.push(proxy)
-    const p = createProducer({
-      'bootstrap.servers': proxy.bootstrap, transport: tcp({ resolve: proxy.resolve }),
-      'batch.size': 8192, 'linger.ms': 5, 'request.timeout.ms': 2000, 'delivery.timeout.ms': 5000, 'retry.backoff.ms': 50,
-    })
-    open.push(p)
-    let phase = 'before'
-    const faults = (async () => {
-      await new Promise((r) => setTimeout(r, 2000))
-      // Requests still reach the broker and are appended; only the answers are lost.
-      proxy.blackhole(FaultProxy.key(victim), 'responses')
-      phase = 'answers lost'
-      await new Promise((r) => setTimeout(r, 9000))
-      proxy.unblackhole(FaultProxy.key(victim))
-      phase = 'healed'
-      await new Promise((r) => setTimeout(r, 2000))
-    })()
-    const sent = await runWorkload(p, topic, { n: 60_000, rate: 5_000, until: faults }, () => `phase ${phase}\n${diagnostics(p, proxy)()}`)
-    await faults
-    await p.flush()
-    const v = await inspect(topic, p, sent)
-    const m = p.metrics()
-    console.log(`(d) ${sent.length} records; victim node ${victim.id}; bumps ${m['producer-epoch-bumps-total']}; proxy ${JSON.stringify(proxy.counters)}; ${summary(v)}`)
-    expectExactlyOnceInOrder(v)
-    expect(phase).toBe('healed')
-    expect(v.failed, 'batches to the silent leader expired').toBeGreaterThan(0)
-    expect(v.failedMayHaveBeenWritten, 'batches that were sent expire as "may have been written"').toBeGreaterThan(0)
-    expect(v.failedFoundInLog, 'the broker did append some of the expired batches').toBeGreaterThan(0)
-    expect(v.historyEpochs.length, 'an unresolved sequence after expiry bumps the epoch').toBeGreaterThan(1)
-    expect(m['producer-epoch-bumps-total']).toBe(p.txn!.epochHistory.length - 1)
-    expect(v.epochChanges.length, 'DumpLogSegments shows the new epoch taking over inside partitions').toBeGreaterThan(0)
   }, 300_000)
 
   it('(b) kill -9 of the leader of half the partitions mid-burst, then restart: exactly once, in order', async () => {
@@ -392,5 +355,44 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     expect(phase).toBe('continued')
     expect(p.metrics()['record-retry-total'], 'requests to the stopped broker timed out and were retried').toBeGreaterThan(0)
     expect(v.acked).toBe(sent.length)
+  }, 300_000)
+
+  it('(d) a leader whose answers vanish past delivery.timeout.ms: ambiguous expiries bump the epoch, the log shows where', async () => {
+    const topic = uniqueTopic('expire')
+    await createTopic(cluster, topic, { partitions: PARTITIONS, replicationFactor: 3, minIsr: 2 })
+    const leaderOf0 = (await leaders(cluster, topic))[0]
+    const victim = cluster.nodes.find((n) => n.id === leaderOf0)!
+    const proxy = await FaultProxy.start(cluster.nodes, { seed: SEED })
+    open.push(proxy)
+    const p = createProducer({
+      'bootstrap.servers': proxy.bootstrap, transport: tcp({ resolve: proxy.resolve }),
+      'batch.size': 8192, 'linger.ms': 5, 'request.timeout.ms': 2000, 'delivery.timeout.ms': 5000, 'retry.backoff.ms': 50,
+    })
+    open.push(p)
+    let phase = 'before'
+    const faults = (async () => {
+      await new Promise((r) => setTimeout(r, 2000))
+      // Requests still reach the broker and are appended; only the answers are lost.
+      proxy.blackhole(FaultProxy.key(victim), 'responses')
+      phase = 'answers lost'
+      await new Promise((r) => setTimeout(r, 9000))
+      proxy.unblackhole(FaultProxy.key(victim))
+      phase = 'healed'
+      await new Promise((r) => setTimeout(r, 2000))
+    })()
+    const sent = await runWorkload(p, topic, { n: 60_000, rate: 5_000, until: faults }, () => `phase ${phase}\n${diagnostics(p, proxy)()}`)
+    await faults
+    await p.flush()
+    const v = await inspect(topic, p, sent)
+    const m = p.metrics()
+    console.log(`(d) ${sent.length} records; victim node ${victim.id}; bumps ${m['producer-epoch-bumps-total']}; proxy ${JSON.stringify(proxy.counters)}; ${summary(v)}`)
+    expectExactlyOnceInOrder(v)
+    expect(phase).toBe('healed')
+    expect(v.failed, 'batches to the silent leader expired').toBeGreaterThan(0)
+    expect(v.failedMayHaveBeenWritten, 'batches that were sent expire as "may have been written"').toBeGreaterThan(0)
+    expect(v.failedFoundInLog, 'the broker did append some of the expired batches').toBeGreaterThan(0)
+    expect(v.historyEpochs.length, 'an unresolved sequence after expiry bumps the epoch').toBeGreaterThan(1)
+    expect(m['producer-epoch-bumps-total']).toBe(p.txn!.epochHistory.length - 1)
+    expect(v.epochChanges.length, 'DumpLogSegments shows the new epoch taking over inside partitions').toBeGreaterThan(0)
   }, 300_000)
 })

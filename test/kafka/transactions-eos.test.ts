@@ -141,20 +141,23 @@ for (const tv of [2, 1] as const) describe(`consume-process-produce exactly once
     const inputFile = path.join(dir, 'inputs.json')
     writeFileSync(inputFile, JSON.stringify(inputs))
     const group = `eos-group-${input}`
-    const args = { cluster, input, output, group, transactionalId: `eos-${input}`, inputFile, perTxn: 10, workMs: 30 }
+    const args = { cluster, input, output, group, transactionalId: `eos-${input}`, inputFile, perTxn: 10 }
 
     const r = rng(99)
     const kills: string[] = []
     for (let round = 0; round < 4; round++) {
-      const proc = startProcessor(args)
-      const ready = await proc.waitLine((l) => l.startsWith('ready'), 60_000)
       // Let it commit a few transactions, then kill -9 in the middle of the stream: on even rounds
       // inside a transaction whose outputs are written but not committed, on odd rounds just after a commit.
       const k = 2 + Math.floor(r() * 12)
-      await proc.waitLine((l) => l === (round % 2 === 0 ? `acked ${k}` : `committed ${k}`), 60_000)
+      const mid = round % 2 === 0
+      const proc = startProcessor({ ...args, pauseAt: mid ? k : -1 })
+      const ready = await proc.waitLine((l) => l.startsWith('ready'), 60_000)
+      await proc.waitLine((l) => l === (mid ? `acked ${k}` : `committed ${k}`), 60_000)
       proc.child.kill('SIGKILL')
       await proc.exited
-      kills.push(`${ready} -> killed after ${proc.lines.filter((l) => l.startsWith('committed')).length} commits${round % 2 === 0 ? ' (mid-transaction)' : ''}`)
+      const commits = proc.lines.filter((l) => l.startsWith('committed')).length
+      if (mid) expect(commits).toBe(k - 1)
+      kills.push(`${ready} -> killed after ${commits} commits${mid ? ' (mid-transaction)' : ''}`)
     }
     const last = startProcessor(args)
     await last.waitLine((l) => l === 'done', 120_000)

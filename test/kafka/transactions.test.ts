@@ -71,12 +71,18 @@ for (const tv of [2, 1] as const) {
       const versions: Record<string, number[]> = {}
       p.transactions!.onRequest = (api, version) => { (versions[api] ??= []).push(version ?? -1) }
       const produceVersions = new Set<number>()
+      let notYetAdded = 0
       const started = Date.now()
       // The sender exists once connected; initTransactions connects.
       const sent = await (async () => {
         await p.connect()
         const orig = p.sender.onProduceRequest
-        p.sender.onProduceRequest = (node, batches) => { produceVersions.add(p.sender.produceVersionCap()); orig?.(node, batches) }
+        p.sender.onProduceRequest = (node, batches) => {
+          produceVersions.add(p.sender.produceVersionCap())
+          // Only partitions already in the transaction are drained (TV1: after AddPartitionsToTxn).
+          for (const b of batches) if (!p.transactions!.partitionsInTransaction.has(b.tp.key)) notYetAdded++
+          orig?.(node, batches)
+        }
         return runTransactions(p, topic, 500, 1000 + tv)
       })()
       const elapsed = Date.now() - started
@@ -86,6 +92,7 @@ for (const tv of [2, 1] as const) {
       expect(abortedTxns).toBeGreaterThan(120)
       expect(abortedTxns).toBeLessThan(220)
 
+      expect(notYetAdded).toBe(0)
       // Which protocol path ran.
       const counts = p.transactions!.requestsSent
       if (tv === 1) {

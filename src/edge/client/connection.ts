@@ -164,7 +164,10 @@ export class Connection {
     try { id = responseCorrelationId(frame) } catch (e) { this.fail(e as Error); return }
     const entry = this.inFlight.get(id)
     if (!entry) {
-      this.fail(new ProtocolError(`response with unknown correlation id ${id} from ${this.describe()}`))
+      // The stream is out of step, not the requests: the others fail as a broken connection would
+      // (retriable), so a relay that duplicates a frame costs a reconnect, not records.
+      const cause = new ProtocolError(`response with unknown correlation id ${id} from ${this.describe()}`)
+      this.fail(new NetworkException(`${cause.message}; closing the connection`, { cause }))
       return
     }
     this.inFlight.delete(id)
@@ -175,7 +178,7 @@ export class Connection {
     } catch (e) {
       // A response we cannot parse leaves the stream position unknown: fail this request and the link.
       entry.reject(e as Error)
-      this.fail(e instanceof ProtocolError ? e : new ProtocolError(String(e)))
+      this.fail(new NetworkException(`undecodable ${entry.api.name} response from ${this.describe()}; closing the connection`, { cause: e }))
       return
     }
     entry.resolve(msg)

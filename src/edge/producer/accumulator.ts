@@ -164,7 +164,7 @@ export class RecordAccumulator {
     if (!batch.hasSequence || !this.txn) { d.unshift(batch); return }
     // Java's insertInSequenceOrder: among the batches at the head that already have sequences.
     let i = 0
-    while (i < d.length && d[i]!.hasSequence && d[i]!.baseSequence < batch.baseSequence) i++
+    while (i < d.length && d[i]!.hasSequence && sequenceOrder(d[i]!, batch) < 0) i++
     d.splice(i, 0, batch)
   }
 
@@ -227,10 +227,11 @@ export class RecordAccumulator {
       let size = 0
       for (let k = 0; k < deques.length; k++) {
         const d = deques[(start + k) % deques.length]!
+        if (this.txn) orderRetries(d)
         const first = d[0]!
         if (first.inRetry && !leaderChanged(first, cluster) && now - first.lastAttemptMs < this.backoffMs(first)) continue
         if (size + this.estimatedBytes(first) > this.opts.maxRequestSize && ready.length > 0) break
-        if (this.txn && !this.txn.canDrain(first)) continue
+        if (this.txn && !this.txn.canDrain(first, now)) continue
         d.shift()
         if (this.txn && !first.hasSequence) {
           const stamp = this.txn.stampAtDrain(first)!
@@ -273,9 +274,12 @@ export class RecordAccumulator {
     this.ratios.set(batch.tp.topic, 1)
     const pieces: ProducerBatch[] = []
     let current: ProducerBatch | null = null
+    // Java splits into batch.size pieces, which never ends when the broker's limit is below batch.size;
+    // at most half the refused size guarantees progress down to single records.
+    const limit = Math.min(this.opts.batchSize, Math.max(1, Math.floor(batch.sizeInBytes / 2)))
     for (let i = 0; i < batch.records.length; i++) {
       const record = batch.records[i]!
-      if (!current || this.estimate(batch.tp.topic, current.open!.estimatedSizeWith(record)) > this.opts.batchSize) {
+      if (!current || this.estimate(batch.tp.topic, current.open!.estimatedSizeWith(record)) > limit) {
         const open = this.core.openBatch({ compression: this.opts.compression, level: this.opts.compressionLevel })
         current = new ProducerBatch(batch.tp, open, batch.createdMs, 0)
         pieces.push(current)
@@ -315,4 +319,24 @@ export class RecordAccumulator {
 function leaderChanged(batch: ProducerBatch, cluster: Cluster): boolean {
   const epoch = cluster.topics.get(batch.tp.topic)?.partitions[batch.tp.partition]?.leaderEpoch ?? -1
   return batch.leaderEpochAtSend >= 0 && epoch > batch.leaderEpochAtSend
+}
+
+/** Retries go out by (producer id, epoch, sequence): after a bump, old-epoch batches before rewritten ones. */
+function sequenceOrder(a: ProducerBatch, b: ProducerBatch): number {
+  if (a.producerId !== b.producerId) return a.producerId < b.producerId ? -1 : 1
+  if (a.producerEpoch !== b.producerEpoch) return a.producerEpoch - b.producerEpoch
+  return a.baseSequence - b.baseSequence
+}
+
+/** An epoch bump restamps batches where they sit, which can leave the retries at a deque's head out of order. */
+function orderRetries(d: ProducerBatch[]): void {
+  let n = 0
+  while (n < d.length && d[n]!.hasSequence) n++
+  for (let i = 1; i < n; i++) {
+    if (sequenceOrder(d[i - 1]!, d[i]!) > 0) {
+      const head = d.slice(0, n).sort(sequenceOrder)
+      d.splice(0, n, ...head)
+      return
+    }
+  }
 }

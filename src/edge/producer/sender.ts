@@ -306,7 +306,7 @@ export class Sender {
   }
 
   private succeed(batch: ProducerBatch, baseOffset: bigint, logAppendTimeMs: bigint): void {
-    this.txn?.handleCompletedBatch(batch, baseOffset)
+    this.txn?.handleCompletedBatch(batch, baseOffset, this.config.clock.now())
     batch.complete(baseOffset, logAppendTimeMs)
     this.metrics.recordSend.record(batch.recordCount)
     this.metrics.totals.recordsSent += batch.recordCount

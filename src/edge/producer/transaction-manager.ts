@@ -6,6 +6,8 @@ export const NO_PRODUCER_ID: ProducerIdAndEpoch = { producerId: -1n, epoch: -1 }
 const sameProducer = (a: ProducerIdAndEpoch, b: ProducerIdAndEpoch) => a.producerId === b.producerId && a.epoch === b.epoch
 const EPOCH_MAX = 32767
 const NO_LAST_ACKED = -1
+/** Idle this long, a partition's producer state on the broker may be gone (expiry, retention). */
+export const PRODUCER_STATE_MAY_BE_GONE_MS = 30_000
 
 /**
  * Per-partition sequencing state (Java's TxnPartitionEntry): the producer id/epoch the partition's
@@ -17,6 +19,8 @@ export class TxnPartitionEntry {
   nextSequence = 0
   lastAckedSequence = NO_LAST_ACKED
   lastAckedOffset = -1n
+  /** When the broker last acknowledged a batch here: long silence means it may have forgotten us. */
+  lastAckMs = 0
   inflight: ProducerBatch[] = []
 
   constructor(readonly tp: TopicPartition) {}
@@ -31,10 +35,16 @@ export class TxnPartitionEntry {
     if (i >= 0) this.inflight.splice(i, 1)
   }
 
-  /** Re-stamps every in-flight batch from sequence 0 under a new id/epoch (after an epoch bump). */
-  startSequencesAtBeginning(pe: ProducerIdAndEpoch, restamp: (b: ProducerBatch, s: ProducerStamp) => void): void {
+  /**
+   * Re-stamps the in-flight batches from sequence 0 under a new id/epoch (after an epoch bump). With
+   * `gap` (the first sequence known not to be in the log), batches below it keep their old stamp:
+   * one of them may already be in the log, and only under its old stamp would the broker recognise
+   * its retry as a duplicate; rewritten, it would be appended a second time.
+   */
+  startSequencesAtBeginning(pe: ProducerIdAndEpoch, restamp: (b: ProducerBatch, s: ProducerStamp) => void, gap: SequenceGap | null = null): void {
     let seq = 0
     for (const b of this.inflight) {
+      if (gap && b.producerId === gap.producerId && b.producerEpoch === gap.epoch && b.baseSequence < gap.sequence) continue
       restamp(b, { producerId: pe.producerId, producerEpoch: pe.epoch, baseSequence: seq, transactional: b.transactional })
       b.sequenceHasBeenReset = true
       seq += b.recordCount
@@ -57,6 +67,9 @@ export class TxnPartitionEntry {
   }
 }
 
+/** Where a partition's sequence run is known to break: nothing from `sequence` on is in the log under that id/epoch. */
+export interface SequenceGap { readonly producerId: bigint; readonly epoch: number; readonly sequence: number }
+
 function compareBatches(a: ProducerBatch, b: ProducerBatch): number {
   if (a.producerId !== b.producerId) return a.producerId < b.producerId ? -1 : 1
   if (a.producerEpoch !== b.producerEpoch) return a.producerEpoch - b.producerEpoch
@@ -77,7 +90,8 @@ export class TransactionManager {
   private readonly partitions = new Map<string, TxnPartitionEntry>()
   /** Partition -> the next sequence it would have had when a batch with unknown outcome expired. */
   readonly unresolved = new Map<string, number>()
-  private readonly partitionsToRewrite = new Set<string>()
+  /** Partition -> where its sequences broke (null: rewrite every in-flight batch). */
+  private readonly partitionsToRewrite = new Map<string, SequenceGap | null>()
   epochBumpRequired = false
   /** Every epoch change, for tests and metrics: [producerId, epoch]. */
   readonly epochHistory: ProducerIdAndEpoch[] = []
@@ -125,7 +139,7 @@ export class TransactionManager {
   }
 
   /** Whether the head batch of a partition may be drained now (Java: !shouldStopDrainBatchesForPartition). */
-  canDrain(first: ProducerBatch): boolean {
+  canDrain(first: ProducerBatch, now = 0): boolean {
     if (!this.hasProducerId || this.state !== 'READY') return false
     const tp = first.tp
     if (this.sendAllowed && !this.sendAllowed(tp)) return false
@@ -138,11 +152,18 @@ export class TransactionManager {
       // batch could land while the first fails retriably; the retried first batch then meets
       // OUT_OF_ORDER, the epoch bump rewrites both, and the second is written twice. One batch in
       // flight until the broker has acknowledged a sequence.
-      if (this.entry(tp).lastAckedSequence === NO_LAST_ACKED && this.hasInflight(tp)) return false
+      // The broker also drops the state of a producer idle past producer.id.expiration.ms, or whose
+      // batches retention deleted (size-based retention on a busy topic can take minutes): after a
+      // quiet spell, probe with one batch again.
+      const e = this.entry(tp)
+      const quiet = e.lastAckedSequence === NO_LAST_ACKED || now - e.lastAckMs >= PRODUCER_STATE_MAY_BE_GONE_MS
+      if (quiet && this.hasInflight(tp)) return false
     }
-    const firstInFlight = this.firstInFlightSequence(tp)
     // A retry goes only when it is the oldest in flight: while retrying, one request per partition.
-    return !(firstInFlight !== -1 && first.hasSequence && first.baseSequence !== firstInFlight)
+    // Compared by identity, not sequence: after a bump an old-epoch batch and a rewritten one can
+    // share a sequence number, and the rewritten one must wait for the old one to settle.
+    const oldest = this.entry(tp).inflight[0]
+    return !(oldest !== undefined && first.hasSequence && first !== oldest)
   }
 
   /** Stamps a batch at drain: sequences are assigned here, never at append. */
@@ -165,8 +186,9 @@ export class TransactionManager {
   addInflight(batch: ProducerBatch): void { this.entry(batch.tp).addInflight(batch) }
   removeInflight(batch: ProducerBatch): void { this.entry(batch.tp).removeInflight(batch) }
 
-  handleCompletedBatch(batch: ProducerBatch, baseOffset: bigint): void {
+  handleCompletedBatch(batch: ProducerBatch, baseOffset: bigint, now = 0): void {
     const e = this.entry(batch.tp)
+    e.lastAckMs = Math.max(e.lastAckMs, now)
     if (batch.lastSequence > e.lastAckedSequence && sameProducer(e.producerIdAndEpoch, { producerId: batch.producerId, epoch: batch.producerEpoch })) {
       e.lastAckedSequence = batch.lastSequence
     }
@@ -177,9 +199,21 @@ export class TransactionManager {
     e.removeInflight(batch)
   }
 
-  requestEpochBumpForPartition(tp: TopicPartition): void {
+  /**
+   * `failed` is a batch that is definitely not in the log: later batches cannot be either (the broker
+   * refuses gaps) and are rewritten; earlier ones keep their epoch until they settle. Without it,
+   * every in-flight batch is rewritten.
+   */
+  requestEpochBumpForPartition(tp: TopicPartition, failed?: ProducerBatch): void {
     this.epochBumpRequired = true
-    this.partitionsToRewrite.add(tp.key)
+    const gap: SequenceGap | null = failed && failed.hasSequence && !failed.maybeWritten
+      ? { producerId: failed.producerId, epoch: failed.producerEpoch, sequence: failed.baseSequence }
+      : null
+    const prev = this.partitionsToRewrite.get(tp.key)
+    if (prev === undefined) this.partitionsToRewrite.set(tp.key, gap)
+    else if (prev !== null && (gap === null || gap.producerId !== prev.producerId || gap.epoch !== prev.epoch || gap.sequence < prev.sequence)) {
+      this.partitionsToRewrite.set(tp.key, gap && gap.producerId === prev.producerId && gap.epoch === prev.epoch ? gap : null)
+    }
   }
 
   /**
@@ -195,9 +229,9 @@ export class TransactionManager {
     } else {
       this.setProducerIdAndEpoch({ producerId: this.producerIdAndEpoch.producerId, epoch: this.producerIdAndEpoch.epoch + 1 })
     }
-    for (const key of this.partitionsToRewrite) {
+    for (const [key, gap] of this.partitionsToRewrite) {
       const e = this.partitions.get(key)
-      if (e && this.hasProducerId) e.startSequencesAtBeginning(this.producerIdAndEpoch, this.restamp)
+      if (e && this.hasProducerId) e.startSequencesAtBeginning(this.producerIdAndEpoch, this.restamp, gap)
       this.unresolved.delete(key)
     }
     this.partitionsToRewrite.clear()
@@ -280,7 +314,7 @@ export class TransactionManager {
       this.partitions.delete(batch.tp.key)
       this.unresolved.delete(batch.tp.key)
     } else if (adjustSequenceNumbers && batch.hasSequence) {
-      if (!this.isTransactional) this.requestEpochBumpForPartition(batch.tp)
+      if (!this.isTransactional) this.requestEpochBumpForPartition(batch.tp, batch)
       else this.entry(batch.tp).adjustSequencesDueToFailedBatch(batch, this.restamp)
     }
   }

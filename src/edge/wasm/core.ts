@@ -544,12 +544,33 @@ export type CoreSource = WebAssembly.Module | BufferSource | ArrayBufferView | P
 let embedded: Promise<Core> | undefined
 const loaded = new WeakMap<object, Promise<Core>>()
 
+export interface LoadCoreOptions {
+  /**
+   * The codec the caller will compress with: loading fails with UnsupportedCompressionError when
+   * the module was built without its encoder (e.g. `kafka-edge/core-lz4.wasm` and 'zstd'), so a
+   * producer fails at connect() rather than at its first batch.
+   */
+  compression?: CompressionType
+}
+
 /**
  * Instantiates the core. Without a source it uses the module embedded as base64 (browsers, Node,
- * Deno, Bun); workerd forbids compiling bytes at runtime, so there pass the WebAssembly.Module the
- * bundler imports from `kafka-edge/core.wasm`. Results are cached per source.
+ * Deno, Bun), which has all four codecs; workerd forbids compiling bytes at runtime, so there pass
+ * the WebAssembly.Module the bundler imports from `kafka-edge/core.wasm`. Smaller builds with one
+ * codec (`kafka-edge/core-lz4.wasm`, `core-gzip`, `core-snappy`, `core-zstd`), none (`core-none`)
+ * or only the encoders (`core-encoders`) load the same way. Results are cached per source.
  */
-export function loadCore(source?: CoreSource): Promise<Core> {
+export async function loadCore(source?: CoreSource, opts: LoadCoreOptions = {}): Promise<Core> {
+  const core = await loadCoreCached(source)
+  const compression = opts.compression
+  if (compression !== undefined && compression !== 'none') {
+    if (COMPRESSION_CODEC[compression] === undefined) throw new WasmCoreError(`unknown compression type '${String(compression)}'`)
+    if (!core.supportsCompression(compression)) throw new UnsupportedCompressionError(compression)
+  }
+  return core
+}
+
+function loadCoreCached(source?: CoreSource): Promise<Core> {
   if (source === undefined) {
     if (embedded === undefined) {
       embedded = instantiate(import('./core.generated.js').then((m) => base64Bytes(m.CORE_WASM_BASE64)))
