@@ -153,7 +153,7 @@ function printSizes(rows: SizeRow[]): void {
   ])
   const w = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)))
   console.log('\nwasm sizes (gzip -9 via zlib)')
-  console.log(head.map((h, i) => (i === 0 || i === 4 ? h.padEnd(w[i]!) : h.padStart(w[i]!))).join('  '))
+  console.log(head.map((h, i) => (i === 0 || i === 4 ? h.padEnd(w[i]!) : h.padStart(w[i]!))).join('  ').trimEnd())
   for (const c of cells) console.log(c.map((v, i) => (i === 0 || i === 4 ? v.padEnd(w[i]!) : v.padStart(w[i]!))).join('  ').trimEnd())
   const enc = rows.find((r) => r.module === 'core-encoders')!
   console.log(`encoders-only core: ${enc.gzipped} bytes gzipped (target <= ${ENCODERS_ONLY_GZ_TARGET}: ${enc.gzipped <= ENCODERS_ONLY_GZ_TARGET ? 'met' : 'MISSED'})`)

@@ -70,8 +70,14 @@ describe('telemetry Worker under wrangler dev (workerd) -> real Kafka', () => {
       return body
     }
     await send(batches[0]!, false)
+    const afterFirst = await (await fetch(`${dev.url}/healthz`)).json() as { connectionsOpened: number }
     await send(batches[1]!, true)
     await Promise.all(batches.slice(2).map((b) => send(b, false)))
+    // the Durable Object's producer kept its broker connections: none opened after the first request
+    const afterAll = await (await fetch(`${dev.url}/healthz`)).json() as { connectionsOpened: number }
+    expect(afterFirst.connectionsOpened).toBeGreaterThan(0)
+    expect(afterFirst.connectionsOpened).toBeLessThanOrEqual(2)
+    expect(afterAll.connectionsOpened).toBe(afterFirst.connectionsOpened)
 
     // every (partition, offset) is distinct
     expect(new Set([...acked.values()].map((a) => `${a.partition}:${a.offset}`)).size).toBe(acked.size)

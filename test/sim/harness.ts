@@ -191,11 +191,15 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; records?:
       }
       await w.clock.run({ until: due })
       if (idleGap && sent === Math.floor(n / 2)) {
+        // The quiet spell is fault-free, so no record sees more than the fault window's worth of faults.
+        w.net.faultsOn = w.cluster.faultsOn = false
+        for (let b = 0; b < brokers; b++) w.cluster.reviveBroker(b)
         await w.flush(deliveryTimeoutMs * 2)
         await w.clock.run({ until: w.clock.now() + deliveryTimeoutMs + 1000 })
         if (idleGap === 'expire') w.cluster.expireIdleProducers(deliveryTimeoutMs)
         else for (const ps of w.cluster.partitions.values()) for (const p of ps) w.cluster.truncateHead(p)
         startShift = w.clock.now() - due
+        w.net.faultsOn = w.cluster.faultsOn = faultWindowMs > 0
       }
       w.send(shapes[sent]!.topic, { ...shapes[sent]!, pad: pads[sent]!, poison: poison[sent]! })
       sent++

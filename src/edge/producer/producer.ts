@@ -94,7 +94,7 @@ export class Producer {
     if (this.closed) throw new ClosedError('the producer is closed; create a new one')
     const c = this.config
     if (!this.core) {
-      this.core = await loadCore(c.wasm as Parameters<typeof loadCore>[0])
+      this.core = await loadCore(c.wasm as Parameters<typeof loadCore>[0], { compression: c.compressionType })
       this.pool = new BufferPool(c.bufferMemory, c.clock)
       this.accumulator = new RecordAccumulator({
         batchSize: c.batchSize, lingerMs: c.lingerMs, maxRequestSize: c.maxRequestSize, bufferMemory: c.bufferMemory,

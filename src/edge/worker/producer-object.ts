@@ -2,6 +2,7 @@ import coreModule from '../../../build/core.wasm'
 import { KafkaEdgeError } from '../errors.js'
 import { createProducer, type Producer } from '../producer/producer.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
+import type { Transport } from '../transport/transport.js'
 import type { DurableObjectState, Env } from './env.js'
 import type { TelemetryRecord } from './validate.js'
 
@@ -22,6 +23,8 @@ export interface FailedEvent { id: string; error: string; message: string; retri
 export class ProducerObject {
   private producer: Producer | null = null
   private readonly env: Env
+  /** Broker connections opened over the object's life: stays flat while the producer reuses them. */
+  private connectionsOpened = 0
 
   constructor(_state: DurableObjectState, env: Env) {
     this.env = env
@@ -33,7 +36,7 @@ export class ProducerObject {
     this.producer = createProducer({
       'bootstrap.servers': this.env.KAFKA_BOOTSTRAP,
       // cloudflare:sockets is imported on first use (workerd resolves it); no bundler config needed.
-      transport: cloudflareSockets(),
+      transport: this.counted(cloudflareSockets()),
       // workerd refuses to compile WASM from bytes at runtime: hand over the module wrangler compiled.
       wasm: coreModule,
       'client.id': 'kafka-edge-telemetry',
@@ -44,6 +47,10 @@ export class ProducerObject {
       'max.block.ms': 15_000,
     })
     return this.producer
+  }
+
+  private counted(inner: Transport): Transport {
+    return { name: inner.name, open: async (address, handlers) => { const link = await inner.open(address, handlers); this.connectionsOpened++; return link } }
   }
 
   async fetch(request: Request): Promise<Response> {
@@ -64,6 +71,7 @@ export class ProducerObject {
       producer: this.producer ? 'open' : 'idle',
       producerId: pe && pe.producerId >= 0n ? pe.producerId.toString() : null,
       producerEpoch: pe && pe.producerId >= 0n ? pe.epoch : null,
+      connectionsOpened: this.connectionsOpened,
     }
   }
 
