@@ -317,7 +317,8 @@ export class ModelCluster {
         }
       }
       if (!state) {
-        if (this.opts.unknownProducerMode === 'error' && firstSeq !== 0) return ret(answer('UNKNOWN_PRODUCER_ID', { logStartOffset: lso }))
+        // UNKNOWN_PRODUCER_ID came with Produce v5 (and its logStartOffset); older answers said OUT_OF_ORDER.
+        if (this.opts.unknownProducerMode === 'error' && firstSeq !== 0) return ret(answer(version >= 5 ? 'UNKNOWN_PRODUCER_ID' : 'OUT_OF_ORDER_SEQUENCE_NUMBER', { logStartOffset: lso }))
       } else if (epoch !== state.epoch) {
         if (firstSeq !== 0) return ret(answer('OUT_OF_ORDER_SEQUENCE_NUMBER', { logStartOffset: lso }))
       } else {

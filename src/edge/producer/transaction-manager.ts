@@ -310,10 +310,6 @@ export class TransactionManager {
     if (this.state === 'FATAL_ERROR') return
     if (errorName === 'OUT_OF_ORDER_SEQUENCE_NUMBER' && !this.isTransactional) {
       this.requestEpochBumpForPartition(batch.tp)
-    } else if (errorName === 'UNKNOWN_PRODUCER_ID' && !this.isTransactional && this.hasInflight(batch.tp)) {
-      // Forgetting the partition would orphan its other in-flight batches (no bump would ever restamp
-      // them, and they would meet UNKNOWN_PRODUCER_ID until they expire): restart them from 0 instead.
-      this.requestEpochBumpForPartition(batch.tp)
     } else if (errorName === 'UNKNOWN_PRODUCER_ID') {
       this.partitions.delete(batch.tp.key)
       this.unresolved.delete(batch.tp.key)
