@@ -74,7 +74,10 @@ export class StickyPartitioner {
   }
 
   private next(numPartitions: number, available: number[], queueSize: (p: number) => number, current: number): number {
-    const candidates = available.length > 0 ? available : Array.from({ length: numPartitions }, (_, i) => i)
+    const all = available.length > 0 ? available : Array.from({ length: numPartitions }, (_, i) => i)
+    // Leaving the current partition out of the draw keeps the others in proportion to their weights
+    // (stepping from a hit on it to its neighbour favoured whichever partition came next).
+    const candidates = all.length > 1 ? all.filter((p) => p !== current) : all
     if (candidates.length === 1) return candidates[0]!
     if (!this.adaptive) return candidates[Math.floor(this.random() * candidates.length)]!
     // Weight = (longest queue + 1 - own queue): a partition whose broker drains slowly gets fewer records.
@@ -85,7 +88,7 @@ export class StickyPartitioner {
     let pick = this.random() * total
     for (let i = 0; i < candidates.length; i++) {
       pick -= weights[i]!
-      if (pick < 0) return candidates[i] === current && candidates.length > 1 ? candidates[(i + 1) % candidates.length]! : candidates[i]!
+      if (pick < 0) return candidates[i]!
     }
     return candidates[candidates.length - 1]!
   }

@@ -128,6 +128,9 @@ export class Sender {
     const drained = this.accumulator.drain(this.cluster, sendable, now)
     this.expire(now)
     for (const [node, batches] of drained) this.sendProduce(node, batches, now)
+    // Java's loop goes round again at once: the next batch of a partition may go while the first is
+    // in flight (up to max.in.flight). Without this it waited for an answer to wake the sender.
+    if (drained.size > 0) this.rerun = true
     this.scheduleNext(now, Math.min(ready.nextReadyCheckDelayMs, throttleDelay))
   }
 

@@ -118,6 +118,14 @@ export class TransactionManager {
   initialized(pe: ProducerIdAndEpoch): void {
     this.setProducerIdAndEpoch(pe)
     this.state = 'READY'
+    if (!this.isTransactional) {
+      // A bump past Short.MAX_VALUE: the partitions that asked for it restart under the new id.
+      for (const [key, gap] of this.partitionsToRewrite) {
+        this.partitions.get(key)?.startSequencesAtBeginning(pe, this.restamp, gap)
+        this.unresolved.delete(key)
+      }
+      this.partitionsToRewrite.clear()
+    }
   }
 
   transitionToFatal(error: Error): void {
@@ -226,6 +234,9 @@ export class TransactionManager {
     if (this.producerIdAndEpoch.epoch >= EPOCH_MAX) {
       this.producerIdAndEpoch = NO_PRODUCER_ID
       this.state = 'UNINITIALIZED'
+      // The rewrite waits for the new producer id (initialized()); restamping now would stamp id -1.
+      this.epochBumpRequired = false
+      return true
     } else {
       this.setProducerIdAndEpoch({ producerId: this.producerIdAndEpoch.producerId, epoch: this.producerIdAndEpoch.epoch + 1 })
     }

@@ -1,0 +1,113 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import type { Cluster } from '../../src/edge/client/cluster.js'
+import { BufferExhaustedException } from '../../src/edge/errors.js'
+import { BufferPool, RecordAccumulator, type AccumulatorOptions } from '../../src/edge/producer/accumulator.js'
+import { topicPartition } from '../../src/edge/producer/producer-batch.js'
+import { loadCore, type Core, type RecordInput } from '../../src/edge/wasm/core.js'
+import { VirtualClock } from '../sim/virtual-clock.js'
+import { rng } from '../helpers/records.js'
+
+let core: Core
+beforeAll(async () => { core = await loadCore() })
+
+// Every partition led by node 0 (partition 3 by node 1).
+const cluster = { leaderFor: (_t: string, p: number) => (p === 3 ? 1 : 0), topics: new Map() } as unknown as Cluster
+const record = (n: number): RecordInput => ({ key: null, value: new Uint8Array(n), timestamp: 1_700_000_000_000 })
+const thunk = { resolve: () => {}, reject: () => {}, timestamp: 0 }
+
+function setup(opts: Partial<AccumulatorOptions> = {}) {
+  const clock = new VirtualClock()
+  const o: AccumulatorOptions = {
+    batchSize: 1000, lingerMs: 5, maxRequestSize: 1_048_576, bufferMemory: 10_000, maxBlockMs: 1000, deliveryTimeoutMs: 120_000,
+    retryBackoffMs: 100, retryBackoffMaxMs: 1000, compression: 'none', compressionLevel: undefined, clock, random: rng(1), ...opts,
+  }
+  const pool = new BufferPool(o.bufferMemory, clock)
+  return { clock, pool, acc: new RecordAccumulator(o, pool, core, null) }
+}
+
+describe('buffer.memory and max.block.ms', () => {
+  it('stops opening batches when the budget is spent, and never grows past it', () => {
+    const { acc, pool } = setup({ bufferMemory: 3000, batchSize: 1000 })
+    let opened = 0
+    for (let p = 0; p < 10; p++) if (acc.tryAppend(topicPartition('t', p), record(10), 80, thunk)) opened++
+    expect(opened).toBe(3)
+    expect(pool.available).toBe(0)
+  })
+
+  it('a waiter blocks, then gets space when a batch completes', async () => {
+    const { clock, pool } = setup({ bufferMemory: 2000 })
+    expect(pool.tryReserve(2000)).toBe(true)
+    let granted = false
+    void pool.reserve(1000, 1000).then(() => { granted = true })
+    await clock.advance(500)
+    expect(granted).toBe(false)
+    pool.release(1000)
+    await clock.advance(0)
+    expect(granted).toBe(true)
+  })
+
+  it('a waiter that stays blocked for max.block.ms fails with BufferExhaustedException', async () => {
+    const { clock, pool } = setup({ bufferMemory: 2000 })
+    pool.tryReserve(2000)
+    let error: unknown = null
+    void pool.reserve(1000, 1000).catch((e) => { error = e })
+    await clock.advance(999)
+    expect(error).toBe(null)
+    await clock.advance(1)
+    expect(error).toBeInstanceOf(BufferExhaustedException)
+    expect((error as BufferExhaustedException).retriable).toBe(true)
+  })
+})
+
+describe('ready and drain', () => {
+  it('a partial batch is ready only after linger.ms; a full one at once', () => {
+    const { clock, acc } = setup({ lingerMs: 5, batchSize: 1000 })
+    acc.tryAppend(topicPartition('t', 0), record(10), 80, thunk)
+    let r = acc.ready(cluster, clock.now())
+    expect(r.readyNodes.size).toBe(0)
+    expect(r.nextReadyCheckDelayMs).toBe(5)
+    r = acc.ready(cluster, clock.now() + 5)
+    expect([...r.readyNodes]).toEqual([0])
+    acc.tryAppend(topicPartition('t', 3), record(1200), 1300, thunk)
+    expect([...acc.ready(cluster, clock.now()).readyNodes]).toEqual([1])
+  })
+
+  it('drain takes one batch per partition of a ready node and respects max.request.size', () => {
+    const { clock, acc } = setup({ lingerMs: 0, batchSize: 500, maxRequestSize: 1500 })
+    for (let p = 0; p < 3; p++) for (let i = 0; i < 2; i++) acc.tryAppend(topicPartition('t', p), record(400), 480, thunk)
+    const drained = acc.drain(cluster, [0], clock.now()).get(0)!
+    // Three partitions each have a ~470-byte head batch; max.request.size fits three of them, one per partition.
+    expect(drained.map((b) => b.tp.partition).sort()).toEqual([0, 1, 2])
+    expect(drained.reduce((n, b) => n + b.sizeInBytes, 0)).toBeLessThanOrEqual(1500)
+    const { acc: small } = setup({ lingerMs: 0, batchSize: 500, maxRequestSize: 1000 })
+    for (let p = 0; p < 3; p++) small.tryAppend(topicPartition('t', p), record(400), 480, thunk)
+    expect(small.drain(cluster, [0], clock.now()).get(0)!.length).toBe(2)
+  })
+
+  it('retry backoff grows exponentially with +-20% jitter, capped at retry.backoff.max.ms', () => {
+    const { clock, acc } = setup({ lingerMs: 0, retryBackoffMs: 100, retryBackoffMaxMs: 1000 })
+    acc.tryAppend(topicPartition('t', 0), record(10), 80, thunk)
+    const b = acc.drain(cluster, [0], clock.now()).get(0)![0]!
+    const seen: number[] = []
+    for (let attempt = 1; attempt <= 6; attempt++) {
+      acc.reenqueue(b, clock.now())
+      acc.deque(b.tp).shift()
+      seen.push(acc.backoffMs(b))
+    }
+    const terms = [100, 200, 400, 800, 1000, 1000]
+    seen.forEach((ms, i) => {
+      expect(Number.isInteger(ms)).toBe(true)
+      expect(ms).toBeGreaterThanOrEqual(Math.floor(terms[i]! * 0.8))
+      expect(ms).toBeLessThanOrEqual(Math.min(1000, terms[i]! * 1.2))
+    })
+  })
+
+  it('split of a refused batch halves it at least, down to single records', () => {
+    const { clock, acc } = setup({ lingerMs: 0, batchSize: 100_000, bufferMemory: 1_000_000 })
+    for (let i = 0; i < 8; i++) acc.tryAppend(topicPartition('t', 0), record(100), 180, thunk)
+    const b = acc.drain(cluster, [0], clock.now()).get(0)![0]!
+    const pieces = acc.split(b)
+    expect(pieces.length).toBeGreaterThanOrEqual(2)
+    expect(pieces.reduce((n, p) => n + p.recordCount, 0)).toBe(8)
+  })
+})

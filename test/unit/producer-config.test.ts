@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigException } from '../../src/edge/errors.js'
+import { parseConfig } from '../../src/edge/producer/config.js'
+import type { Transport } from '../../src/edge/transport/transport.js'
+
+const transport: Transport = { name: 'none', open: () => Promise.reject(new Error('unused')) }
+const base = { 'bootstrap.servers': 'b:9092', transport }
+
+describe('producer config (reference section 5)', () => {
+  it('has the Java 4.x defaults', () => {
+    const c = parseConfig(base)
+    expect(c).toMatchObject({
+      acks: -1, idempotence: true, lingerMs: 5, batchSize: 16384, maxInFlight: 5, retries: 2147483647,
+      deliveryTimeoutMs: 120000, requestTimeoutMs: 30000, retryBackoffMs: 100, retryBackoffMaxMs: 1000,
+      maxRequestSize: 1048576, bufferMemory: 33554432, maxBlockMs: 60000, compressionType: 'none', transactionTimeoutMs: 60000,
+    })
+  })
+
+  it.each([
+    [{ 'enable.idempotence': true, acks: 1 }, /acks must be all/],
+    [{ 'enable.idempotence': true, retries: 0 }, /retries must be greater than 0/],
+    [{ 'enable.idempotence': true, 'max.in.flight.requests.per.connection': 6 }, /at most 5/],
+    [{ 'transactional.id': 'x', 'enable.idempotence': false }, /requires enable.idempotence/],
+    [{ 'transactional.id': 'x', acks: 0 }, /requires idempotence/],
+    [{ 'delivery.timeout.ms': 1000, 'linger.ms': 5, 'request.timeout.ms': 30000 }, /at least linger.ms \+ request.timeout.ms/],
+    [{ acks: 2 }, /acks must be all, -1, 0 or 1/],
+    [{ 'linger.ms': -1 }, /linger.ms/],
+    [{ 'no.such.setting': 1 }, /unknown producer setting/],
+  ])('rejects %j', (extra, message) => {
+    expect(() => parseConfig({ ...base, ...extra })).toThrow(ConfigException)
+    expect(() => parseConfig({ ...base, ...extra })).toThrow(message)
+  })
+
+  it('idempotence left at its default yields silently to conflicting settings', () => {
+    expect(parseConfig({ ...base, acks: 1 }).idempotence).toBe(false)
+    expect(parseConfig({ ...base, 'max.in.flight.requests.per.connection': 10 }).idempotence).toBe(false)
+  })
+
+  it('delivery.timeout.ms left at its default is raised to linger.ms + request.timeout.ms', () => {
+    expect(parseConfig({ ...base, 'request.timeout.ms': 200000 }).deliveryTimeoutMs).toBe(200005)
+  })
+})
