@@ -39,6 +39,10 @@ export function partitionForKey(key: Uint8Array, numPartitions: number): number 
   return toPositive(murmur2(key)) % numPartitions
 }
 
+/** Partitions with a known leader, or a function computing them only when a switch needs them. */
+type Available = number[] | (() => number[])
+const resolve = (a: Available): number[] => (typeof a === 'function' ? a() : a)
+
 interface StickyState { partition: number; producedBytes: number }
 
 export class StickyPartitioner {
@@ -50,10 +54,10 @@ export class StickyPartitioner {
    * The partition for a keyless record. `available` are partitions with a known leader; `queueSize`
    * gives each partition's queued batch count for adaptive weighting.
    */
-  partition(topic: string, numPartitions: number, available: number[], queueSize: (p: number) => number): number {
+  partition(topic: string, numPartitions: number, available: Available, queueSize: (p: number) => number): number {
     let s = this.sticky.get(topic)
     if (!s || s.partition >= numPartitions) {
-      s = { partition: this.next(numPartitions, available, queueSize, -1), producedBytes: 0 }
+      s = { partition: this.next(numPartitions, resolve(available), queueSize, -1), producedBytes: 0 }
       this.sticky.set(topic, s)
     }
     return s.partition
@@ -63,12 +67,12 @@ export class StickyPartitioner {
    * Called after each append: switches once batch.size bytes went to the sticky partition and a new
    * batch is starting (so batches fill), or at 2x batch.size regardless.
    */
-  onAppend(topic: string, appendedBytes: number, batchFull: boolean, numPartitions: number, available: number[], queueSize: (p: number) => number): void {
+  onAppend(topic: string, appendedBytes: number, batchFull: boolean, numPartitions: number, available: Available, queueSize: (p: number) => number): void {
     const s = this.sticky.get(topic)
     if (!s) return
     s.producedBytes += appendedBytes
     if ((s.producedBytes >= this.batchSize && batchFull) || s.producedBytes >= 2 * this.batchSize) {
-      s.partition = this.next(numPartitions, available, queueSize, s.partition)
+      s.partition = this.next(numPartitions, resolve(available), queueSize, s.partition)
       s.producedBytes = 0
     }
   }

@@ -5,7 +5,7 @@ import { BufferPool, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type ProducerConfig, type ProducerSettings } from './config.js'
 import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
-import { topicPartition, type RecordMetadata } from './producer-batch.js'
+import { topicPartition, type RecordMetadata, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
 import { TransactionManager } from './transaction-manager.js'
 import { IllegalStateException, TransactionCoordinatorClient, type GroupMetadata, type OffsetsToCommit } from './transactions.js'
@@ -33,7 +33,8 @@ const toBytes = (v: Bytes | undefined, what: string): Uint8Array | null => {
 }
 const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/
 
-interface PendingSend { record: RecordInput; topic: string; partition: number | undefined; resolve(md: RecordMetadata): void; reject(e: Error): void; startedMs: number }
+/** A send() on its way into the accumulator; it doubles as the batch's completion callback for the record. */
+interface PendingSend { record: RecordInput; topic: string; partition: number | undefined; resolve(md: RecordMetadata): void; reject(e: Error): void; startedMs: number; timestamp: number }
 
 /**
  * The public producer. send() appends to the accumulator synchronously when it can (metadata known,
@@ -57,6 +58,8 @@ export class Producer {
   private closed = false
   private readonly startedMs: number
   private pool!: BufferPool
+  private readonly validTopics = new Set<string>()
+  private readonly tps = new Map<string, TopicPartition[]>()
 
   constructor(settings: ProducerSettings) {
     this.config = parseConfig(settings)
@@ -115,24 +118,25 @@ export class Producer {
     return new Promise<RecordMetadata>((resolve, reject) => {
       if (this.closed) return reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
       if (this.txn?.state === 'FATAL_ERROR') return reject(markDelivery(this.txn.fatalError!, false))
+      const now = this.config.clock.now()
       let input: RecordInput
       try {
-        input = this.toInput(record)
+        input = this.toInput(record, now)
       } catch (e) {
         return reject(markDelivery(e as Error, false))
       }
-      const p: PendingSend = { record: input, topic: record.topic, partition: record.partition, resolve, reject, startedMs: this.config.clock.now() }
+      const p: PendingSend = { record: input, topic: record.topic, partition: record.partition, resolve, reject, startedMs: now, timestamp: input.timestamp }
       if (this.waiting.length === 0 && this.core && this.tryAppend(p)) return
       this.waiting.push(p)
       this.pump()
     })
   }
 
-  private toInput(r: ProducerRecord): RecordInput {
+  private toInput(r: ProducerRecord, now: number): RecordInput {
     if (!r || typeof r !== 'object') throw new ConfigException('send() takes a record object { topic, value, key?, headers?, partition?, timestamp? }')
-    if (typeof r.topic !== 'string' || !TOPIC.test(r.topic)) throw new ConfigException(`invalid topic name ${JSON.stringify(r.topic)}: use 1-249 characters of [a-zA-Z0-9._-]`)
+    if (typeof r.topic !== 'string' || (!this.validTopics.has(r.topic) && !this.validateTopic(r.topic))) throw new ConfigException(`invalid topic name ${JSON.stringify(r.topic)}: use 1-249 characters of [a-zA-Z0-9._-]`)
     if (r.partition !== undefined && (!Number.isInteger(r.partition) || r.partition < 0)) throw new ConfigException(`partition must be a non-negative integer, got ${r.partition}`)
-    const timestamp = r.timestamp ?? this.config.clock.now()
+    const timestamp = r.timestamp ?? now
     if (!Number.isSafeInteger(timestamp)) throw new ConfigException(`timestamp must be an integer number of ms since the epoch, got ${r.timestamp}`)
     if (timestamp < 0) throw new ConfigException(`timestamp must not be negative, got ${timestamp}`)
     let headers: RecordHeader[] | undefined
@@ -144,6 +148,19 @@ export class Producer {
       })
     }
     return { key: toBytes(r.key, 'key'), value: toBytes(r.value, 'value'), headers, timestamp }
+  }
+
+  private validateTopic(topic: string): boolean {
+    if (!TOPIC.test(topic)) return false
+    this.validTopics.add(topic)
+    return true
+  }
+
+  /** One TopicPartition per partition, reused by every record (no per-record key strings). */
+  private topicPartition(topic: string, partition: number): TopicPartition {
+    let list = this.tps.get(topic)
+    if (!list) { list = []; this.tps.set(topic, list) }
+    return list[partition] ??= topicPartition(topic, partition)
   }
 
   /** Appends now if metadata and buffer allow; false means "wait". Throws nothing: errors reject the send. */
@@ -164,18 +181,19 @@ export class Producer {
     }
     let partition = p.partition
     const keyed = p.record.key !== null && !c.partitionerIgnoreKeys
+    const sticky = partition === undefined && !keyed
+    const queue = (i: number) => this.accumulator.queueSize(this.topicPartition(topic, i))
     const available = () => this.availablePartitions(topic, count)
-    const queue = (i: number) => this.accumulator.queueSize(topicPartition(topic, i))
-    if (partition === undefined) partition = keyed ? partitionForKey(p.record.key!, count) : this.partitioner.partition(topic, count, available(), queue)
-    const tp = topicPartition(topic, partition)
+    if (partition === undefined) partition = keyed ? partitionForKey(p.record.key!, count) : this.partitioner.partition(topic, count, available, queue)
+    const tp = this.topicPartition(topic, partition)
     const txnError = this.transactions?.maybeAddPartition(tp)
     if (txnError) {
       p.reject(markDelivery(txnError, false))
       return true
     }
-    const result = this.accumulator.tryAppend(tp, p.record, size, { resolve: p.resolve, reject: p.reject, timestamp: p.record.timestamp })
+    const result = this.accumulator.tryAppend(tp, p.record, size, p)
     if (!result) return false
-    if (p.partition === undefined && !keyed) this.partitioner.onAppend(topic, size, result.batchFull, count, available(), queue)
+    if (sticky) this.partitioner.onAppend(topic, size, result.batchFull, count, available, queue)
     if (result.batchFull || result.newBatch) this.sender.wakeup(result.batchFull ? 0 : c.lingerMs)
     return true
   }
