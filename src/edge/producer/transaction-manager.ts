@@ -6,8 +6,18 @@ export const NO_PRODUCER_ID: ProducerIdAndEpoch = { producerId: -1n, epoch: -1 }
 const sameProducer = (a: ProducerIdAndEpoch, b: ProducerIdAndEpoch) => a.producerId === b.producerId && a.epoch === b.epoch
 const EPOCH_MAX = 32767
 const NO_LAST_ACKED = -1
-/** Idle this long, a partition's producer state on the broker may be gone (expiry, retention). */
-export const PRODUCER_STATE_MAY_BE_GONE_MS = 30_000
+/**
+ * With no acknowledgement for this long, a partition's producer state on the broker may be gone
+ * (producer.id.expiration.ms can be set low, retention or DeleteRecords can remove it at any time) and
+ * the next batches go one at a time until one is acknowledged. Kept short because the probe costs one
+ * round trip of pipelining after a silence at least this long, while a missed loss of state costs a
+ * duplicate (a second batch the stateless broker accepts ahead of a failed first one is rewritten by
+ * the epoch bump and written again). 30 s let sim seeds 7523, 9377, 10283 write records twice.
+ */
+export const PRODUCER_STATE_MAY_BE_GONE_MS = 1000
+/** The broker keeps this many recent batches per producer per partition (Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN). */
+export const NUM_BATCHES_TO_RETAIN = 5
+const RECENT_KEPT = 4 * NUM_BATCHES_TO_RETAIN
 
 /**
  * Per-partition sequencing state (Java's TxnPartitionEntry): the producer id/epoch the partition's
@@ -22,12 +32,36 @@ export class TxnPartitionEntry {
   /** When the broker last acknowledged a batch here: long silence means it may have forgotten us. */
   lastAckMs = 0
   inflight: ProducerBatch[] = []
+  /** The last batches stamped here, acknowledged or not (newest last): what the broker's window may hold. */
+  readonly recent: ProducerBatch[] = []
 
   constructor(readonly tp: TopicPartition) {}
 
   addInflight(batch: ProducerBatch): void {
     this.inflight.push(batch)
     this.inflight.sort(compareBatches)
+    if (!this.recent.includes(batch)) {
+      this.recent.push(batch)
+      if (this.recent.length > RECENT_KEPT) this.recent.shift()
+    }
+  }
+
+  /**
+   * How many batches were sent from the oldest unacknowledged one on (itself included), under its
+   * producer id and epoch. The broker recognises a retry as a duplicate only while it is among the
+   * last NUM_BATCHES_TO_RETAIN batches it appended for us; batches acknowledged after it still count.
+   * Split pieces share their original's first sequence and count once.
+   */
+  batchesSentSinceOldestUnacked(): number {
+    const oldest = this.inflight[0]
+    if (!oldest || !oldest.hasSequence) return 0
+    const seen = new Set<number>()
+    for (const b of this.recent) {
+      if (b.producerId !== oldest.producerId || b.producerEpoch !== oldest.producerEpoch || !b.hasSequence) continue
+      // Sequences wrap at Int.MAX: "at or after the oldest" is a forward distance below half the space.
+      if (((b.baseSequence - oldest.baseSequence) >>> 0) % 2147483648 < 1073741824) seen.add(b.baseSequence)
+    }
+    return seen.size
   }
 
   removeInflight(batch: ProducerBatch): void {
@@ -166,6 +200,12 @@ export class TransactionManager {
       const e = this.entry(tp)
       const quiet = e.lastAckedSequence === NO_LAST_ACKED || now - e.lastAckMs >= PRODUCER_STATE_MAY_BE_GONE_MS
       if (quiet && this.hasInflight(tp)) return false
+      // The broker answers a retry with its original offset only while the batch is among the last
+      // NUM_BATCHES_TO_RETAIN it appended for us; older, the retry gets OUT_OF_ORDER_SEQUENCE_NUMBER
+      // until it expires. Batches acknowledged after an unacknowledged one still fill that window (a
+      // retry re-sent after newer batches were appended, then its answer lost again), so cap what is
+      // sent from the oldest unacknowledged batch on, not just what is in flight.
+      if (e.batchesSentSinceOldestUnacked() >= NUM_BATCHES_TO_RETAIN) return false
     }
     // A retry goes only when it is the oldest in flight: while retrying, one request per partition.
     // Compared by identity, not sequence: after a bump an old-epoch batch and a rewritten one can

@@ -1,0 +1,91 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { World, indexOf } from './harness.js'
+import type { ModelOptions } from './model-broker.js'
+
+// Root causes found by the seeded simulation (seeds 5001-15000), one named deterministic test each.
+
+beforeAll(async () => { await World.preload() })
+
+function world(opts: { model?: Partial<ModelOptions>; producer?: Record<string, unknown> } = {}): World {
+  return new World(7, {
+    model: { brokers: 1, topics: { t: 1 }, ...opts.model },
+    // batch.size below one record: every record is its own batch, so sequences are record indexes.
+    producer: { 'linger.ms': 0, 'batch.size': 16, 'retry.backoff.ms': 10, 'request.timeout.ms': 2000, 'delivery.timeout.ms': 60_000, ...opts.producer },
+  })
+}
+
+const logOf = (w: World, topic = 't', p = 0): number[] => w.cluster.partition(topic, p).values().map(indexOf)
+
+async function finish(w: World): Promise<void> {
+  expect(await w.settle()).toBe(true)
+  expect(await w.flush()).toBe(true)
+  expect(w.violations()).toEqual([])
+}
+
+describe('simulation regressions', () => {
+  it('seeds 6810, 7627: no more than 5 batches are sent from an unacknowledged one on, so its retry stays in the broker\'s 5-batch window', async () => {
+    // Sequence 1 is appended but its answer is an error; its retry's answer is lost too. Meanwhile
+    // sequences 2-5 are acknowledged. Had newer batches gone out with the first retry, sequence 1 would
+    // have fallen out of the broker's last-5 window and met OUT_OF_ORDER on every retry until expiry.
+    const w = world({ producer: { 'max.in.flight.requests.per.connection': 5 } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    let attempts = 0
+    w.cluster.script = ({ baseSequence, epoch }) => {
+      if (epoch !== 0 || baseSequence !== 1) return null
+      attempts++
+      if (attempts === 1) return { error: 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', afterAppend: true }
+      if (attempts === 2) return { error: 'REQUEST_TIMED_OUT' }
+      return null
+    }
+    const outs = Array.from({ length: 10 }, () => w.send('t'))
+    await finish(w)
+    expect(outs.map((o) => o.status)).toEqual(outs.map(() => 'acked'))
+    expect(w.cluster.errorsSent.get('OUT_OF_ORDER_SEQUENCE_NUMBER') ?? 0).toBe(0)
+    expect(logOf(w)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+  })
+
+  it('seeds 9377, 10283: after a few seconds of silence the broker may have forgotten us: one batch in flight until it is acknowledged', async () => {
+    // Producer state gone (retention / expiry) after a 5 s lull: Kafka accepts any sequence, so a second
+    // batch overtaking a failed first one would be appended, and the epoch bump that follows the first
+    // one's OUT_OF_ORDER would write the second one again.
+    const w = world({ producer: { 'max.in.flight.requests.per.connection': 5 } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    await w.clock.advance(5000)
+    w.cluster.truncateHead(w.cluster.partition('t', 0))
+    let first = true
+    w.cluster.script = ({ baseSequence, epoch }) => (epoch === 0 && baseSequence === 1 && first ? ((first = false), { error: 'NOT_ENOUGH_REPLICAS' }) : null)
+    const outs = Array.from({ length: 4 }, () => w.send('t'))
+    await finish(w)
+    expect(outs.map((o) => o.status)).toEqual(['acked', 'acked', 'acked', 'acked'])
+    expect(logOf(w)).toEqual([0, 1, 2, 3, 4])
+  })
+
+  it('seed 7523: after a silence, a first batch that fails for good does not take an overtaking batch into a rewrite that writes it twice', async () => {
+    // The first batch after the lull is refused (INVALID_RECORD after a NOT_LEADER retry); the epoch bump
+    // rewrites what follows it. Nothing may have followed it into a stateless broker's log.
+    const w = world({ producer: { 'max.in.flight.requests.per.connection': 5 } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    await w.clock.advance(5000)
+    w.cluster.truncateHead(w.cluster.partition('t', 0))
+    // Sequence 1 is refused once retriably; sequence 2, were it sent alongside, would be appended with an
+    // ambiguous answer and so still be in flight when sequence 1 finally fails and the bump rewrites.
+    const seen = new Set<number>()
+    w.cluster.script = ({ baseSequence, epoch }) => {
+      if (epoch !== 0 || seen.has(baseSequence)) return null
+      seen.add(baseSequence)
+      if (baseSequence === 1) return { error: 'NOT_LEADER_OR_FOLLOWER' }
+      if (baseSequence === 2) return { error: 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', afterAppend: true }
+      return null
+    }
+    const bad = w.send('t', { poison: true })
+    const after = [w.send('t'), w.send('t')]
+    await finish(w)
+    expect(bad.status).toBe('failed')
+    expect(bad.error!.mayHaveBeenWritten).toBe(false)
+    expect(after.map((o) => o.status)).toEqual(['acked', 'acked'])
+    expect(logOf(w)).toEqual([0, 2, 3])
+  })
+})
