@@ -2,7 +2,9 @@
 //  - one frame: single segment + Frame_Content_Size up to 1 MiB input, else a 1 MiB window
 //    descriptor + 4-byte content size; optional content checksum (xxh64 low 32 bits)
 //  - blocks of at most 128 KiB; raw or RLE blocks when compression does not pay
-//  - LZ77: hash table (levels 1) or hash chains (2+), repeat-offset checks, lazy matching (3+)
+//  - LZ77, levels 1-3: no chains; a 5-byte-hash table (+ an 8-byte one from level 2) holding
+//    frame-tagged positions (no clearing per call), rep0 tried first, skip steps on misses;
+//    levels 4+: hash chains, repeat-offset checks, lazy matching
 //  - literals: Huffman (11-bit limited, weights direct or FSE, 1 or 4 streams), raw or RLE
 //  - sequences: predefined, RLE or per-block FSE tables, whichever is estimated smallest
 // No allocation: all scratch is static (memory.data).
@@ -39,6 +41,7 @@ const CT_ML: usize = memory.data(<i32>CTABLE_SIZE, 16)
 const CT_OF: usize = memory.data(<i32>CTABLE_SIZE, 16)
 const CT_W: usize = memory.data(<i32>CTABLE_SIZE, 16)
 const CNT: usize = memory.data(64 * 4, 16)
+const HIST: usize = memory.data(3 * 64 * 4, 16) // LL, OF, ML code counts of the block
 const ENORM: usize = memory.data(64 * 2, 16)
 const ENORM_BEST: usize = memory.data(64 * 2, 16)
 const NCBUF: usize = memory.data(256, 16)
@@ -47,6 +50,7 @@ const FREQ: usize = memory.data(256 * 4, 16)
 const HLEN: usize = memory.data(256, 16)
 const HCODE: usize = memory.data(256 * 2, 16)
 const HSORT: usize = memory.data(256 * 2, 16)
+const HKEY: usize = memory.data(256 * 4, 16)
 const HNODE: usize = memory.data(512 * 4, 16)
 const HPARENT: usize = memory.data(512 * 2, 16)
 const HDEPTH: usize = memory.data(512, 16)
@@ -148,6 +152,19 @@ function fseEncode(ct: usize, s: u32, t: u32): u32 {
   return <u32>load<u16>(ct + 4 + ((<usize>load<i32>(ct + 1540 + so) + <usize>((T >> nb) - p)) << 1))
 }
 
+/** fseEncode without the writer: new state | bit count << 32 | bits << 40. */
+// @ts-ignore: decorator
+@inline
+function fseStep(ct: usize, s: u32, t: u32): u64 {
+  const T = t + (<u32>1 << <u32>load<i32>(ct))
+  const so = <usize>s << 2
+  const p = <u32>load<i32>(ct + 1028 + so)
+  let nb = <u32>load<i32>(ct + 1284 + so)
+  if ((T >> nb) < p) nb--
+  const st = <u64>load<u16>(ct + 4 + ((<usize>load<i32>(ct + 1540 + so) + <usize>((T >> nb) - p)) << 1))
+  return st | (<u64>nb << 32) | (<u64>(T & ((<u32>1 << nb) - 1)) << 40)
+}
+
 // ---- level parameters ---------------------------------------------------------------------
 let pHashLog = 16
 let pChainLog = 16
@@ -158,14 +175,15 @@ let pTarget = 64
 let pStepShift = 8
 let pLazyStop = 32
 let pSparse = false
+let pFast = false
 
 function setLevel(level: i32, srcLen: i32): void {
   if (level <= 1) {
-    pHashLog = 15; pChainLog = 0; pDepth = 1; pLazy = 0; pMinMatch = 5; pTarget = 32; pStepShift = 6
+    pHashLog = 15; pChainLog = 0; pDepth = 1; pLazy = 0; pMinMatch = 5; pTarget = 32; pStepShift = 5
   } else if (level == 2) {
     pHashLog = 16; pChainLog = 16; pDepth = 2; pLazy = 0; pMinMatch = 5; pTarget = 32; pStepShift = 7
   } else if (level == 3) {
-    pHashLog = 16; pChainLog = 16; pDepth = 4; pLazy = 1; pMinMatch = 5; pTarget = 32; pStepShift = 8
+    pHashLog = 16; pChainLog = 16; pDepth = 4; pLazy = 1; pMinMatch = 5; pTarget = 32; pStepShift = 6
   } else if (level == 4) {
     pHashLog = 17; pChainLog = 17; pDepth = 12; pLazy = 1; pMinMatch = 4; pTarget = 64; pStepShift = 8
   } else if (level == 5) {
@@ -181,14 +199,20 @@ function setLevel(level: i32, srcLen: i32): void {
   }
   pLazyStop = level <= 3 ? 24 : level <= 5 ? 48 : pTarget
   pSparse = level <= 3
+  pFast = level <= 3
+  fShortLog = level <= 1 ? 15 : 16
+  fLongLog = level <= 1 ? 0 : 16
   // Tables no larger than the input needs.
   const need = srcLen > 1 ? highbit(<u32>(srcLen - 1)) + 2 : 8
   if (need < pHashLog) pHashLog = need < 8 ? 8 : need
   if (pChainLog > 0 && need < pChainLog) pChainLog = need < 8 ? 8 : need
+  if (need < fShortLog) fShortLog = need < 8 ? 8 : need
+  if (fLongLog > 0 && need < fLongLog) fLongLog = need < 8 ? 8 : need
 }
 
 // ---- match finder ------------------------------------------------------------------------
 let mSrc: usize = 0
+let mSrcLen: i32 = 0
 let mMaxDist: i32 = 0
 let nextToUpdate: i32 = 0
 let mLen: i32 = 0
@@ -314,7 +338,15 @@ function findMatch(pos: i32, end: i32): void {
 }
 
 function emitSequence(litStart: i32, litLen: i32, off: u32, mlen: i32): void {
-  memory.copy(LIT + <usize>litCount, mSrc + <usize>litStart, <usize>litLen)
+  if (litLen <= 16 && litStart + 16 <= mSrcLen) {
+    // Short runs: two 8-byte moves (reads stay inside src; LIT has slack).
+    const d = LIT + <usize>litCount
+    const sp = mSrc + <usize>litStart
+    store<u64>(d, load<u64>(sp))
+    store<u64>(d + 8, load<u64>(sp + 8))
+  } else {
+    memory.copy(LIT + <usize>litCount, mSrc + <usize>litStart, <usize>litLen)
+  }
   litCount += litLen
   let ov: u32
   if (litLen > 0) {
@@ -361,13 +393,31 @@ function emitSequence(litStart: i32, litLen: i32, off: u32, mlen: i32): void {
   store<u32>(SEQ_LL + o, <u32>litLen)
   store<u32>(SEQ_ML + o, <u32>mlen)
   store<u32>(SEQ_OV + o, ov)
+  // Codes and their histograms, for the table choice and the encoder.
+  const llc = <usize>llCode(<u32>litLen)
+  const mlc = <usize>mlCode(<u32>mlen - 3)
+  const ofc = <usize>highbit(ov)
+  store<u8>(C_LL + <usize>nbSeq, <u8>llc)
+  store<u8>(C_ML + <usize>nbSeq, <u8>mlc)
+  store<u8>(C_OF + <usize>nbSeq, <u8>ofc)
+  const hl = HIST + (llc << 2)
+  store<u32>(hl, load<u32>(hl) + 1)
+  const ho = HIST + 256 + (ofc << 2)
+  store<u32>(ho, load<u32>(ho) + 1)
+  const hm = HIST + 512 + (mlc << 2)
+  store<u32>(hm, load<u32>(hm) + 1)
   nbSeq++
+}
+
+function seqReset(): void {
+  nbSeq = 0
+  litCount = 0
+  memory.fill(HIST, 0, 3 * 256)
 }
 
 /** Parses src[start..end) into sequences + literals (history: everything before start). */
 function parseBlock(start: i32, end: i32): void {
-  nbSeq = 0
-  litCount = 0
+  seqReset()
   let anchor = start
   let pos = start
   const ilimit = end - 8
@@ -423,6 +473,141 @@ function parseBlock(start: i32, end: i32): void {
   litCount += end - anchor
 }
 
+// ---- fast match finder (levels 1-3) ---------------------------------------------------------
+// No chains: one table of 5-byte hashes (HT) and, from level 2, one of 8-byte hashes (CHAIN
+// region). Entries hold gBase + position; gBase grows by srcLen + 1 per frame, so entries of
+// earlier frames read as < gBase (invalid) and the tables need no clearing per call.
+let gBase: u32 = 0
+let fBase: u32 = 0 // gBase of the current frame
+let fastDirty = true // the chain finder reuses HT / CHAIN with raw positions
+let fShortLog = 15
+let fLongLog = 0
+
+// @ts-ignore: decorator
+@inline
+function hash5(v: u64, log: i32): usize {
+  return <usize>(((v << 24) * 0xCF1BBCDCB7A56463) >> <u64>(64 - log)) << 2
+}
+
+// @ts-ignore: decorator
+@inline
+function hash8(v: u64, log: i32): usize {
+  return <usize>((v * 0x9FB21C651E98DF25) >> <u64>(64 - log)) << 2
+}
+
+function fastReset(srcLen: i32): void {
+  if (fastDirty || gBase > 0x70000000 - <u32>srcLen) {
+    memory.fill(HT, 0, <usize>(4 << HASH_LOG_MAX))
+    memory.fill(CHAIN, 0, <usize>(4 << CHAIN_LOG_MAX))
+    gBase = 1
+    fastDirty = false
+  }
+  fBase = gBase
+  gBase += <u32>srcLen + 1
+}
+
+/** Indexes position p (p + 8 <= block end) in the fast tables. */
+// @ts-ignore: decorator
+@inline
+function fastInsert(p: i32): void {
+  const v = load<u64>(mSrc + <usize>p)
+  store<u32>(HT + hash5(v, fShortLog), fBase + <u32>p)
+  if (fLongLog) store<u32>(CHAIN + hash8(v, fLongLog), fBase + <u32>p)
+}
+
+function parseFast(start: i32, end: i32): void {
+  seqReset()
+  const src = mSrc
+  const limit = src + <usize>end
+  const base = fBase
+  const sLog = fShortLog
+  const lLog = fLongLog
+  const maxDist = mMaxDist
+  const stepShift = pStepShift
+  let anchor = start
+  let pos = start
+  const ilimit = end - 8
+  while (pos < ilimit) {
+    const ip = src + <usize>pos
+    const v = load<u64>(ip)
+    const hs = hash5(v, sLog)
+    const sCand = <i32>(load<u32>(HT + hs) - base)
+    store<u32>(HT + hs, base + <u32>pos)
+    let lCand = -1
+    let hl: usize = 0
+    if (lLog) {
+      hl = hash8(v, lLog)
+      lCand = <i32>(load<u32>(CHAIN + hl) - base)
+      store<u32>(CHAIN + hl, base + <u32>pos)
+    }
+    let mpos = 0
+    let len = 0
+    let off = 0
+    // Repeat offset at pos + 1 (one literal keeps rep0 as code 1).
+    const r = <i32>rep0
+    if (r <= pos + 1 && r <= maxDist && load<u32>(ip + 1) == load<u32>(ip + 1 - <usize>r)) {
+      mpos = pos + 1
+      off = r
+      len = 4 + matchLength(ip + 5, ip + 5 - <usize>r, limit)
+    } else if (lCand >= 0 && lCand < pos && pos - lCand <= maxDist && load<u64>(src + <usize>lCand) == v) {
+      mpos = pos
+      off = pos - lCand
+      len = 8 + matchLength(ip + 8, src + <usize>lCand + 8, limit)
+    } else if (sCand >= 0 && sCand < pos && pos - sCand <= maxDist && ((load<u64>(src + <usize>sCand) ^ v) << 24) == 0) {
+      mpos = pos
+      off = pos - sCand
+      len = 5 + matchLength(ip + 5, src + <usize>sCand + 5, limit)
+      if (lLog && pos + 1 < ilimit) {
+        // A long match one byte later beats a short one here.
+        const v1 = load<u64>(ip + 1)
+        const h1 = hash8(v1, lLog)
+        const c1 = <i32>(load<u32>(CHAIN + h1) - base)
+        store<u32>(CHAIN + h1, base + <u32>(pos + 1))
+        if (c1 >= 0 && c1 < pos + 1 && pos + 1 - c1 <= maxDist && load<u64>(src + <usize>c1) == v1) {
+          const l1 = 8 + matchLength(ip + 9, src + <usize>c1 + 8, limit)
+          if (l1 > len + 1) {
+            mpos = pos + 1
+            off = pos + 1 - c1
+            len = l1
+          }
+        }
+      }
+    } else {
+      pos += 1 + ((pos - anchor) >> stepShift)
+      continue
+    }
+    // Extend backwards into the pending literals.
+    while (mpos > anchor && mpos - off > 0 && load<u8>(src + <usize>(mpos - 1)) == load<u8>(src + <usize>(mpos - 1 - off))) {
+      mpos--
+      len++
+    }
+    emitSequence(anchor, mpos - anchor, <u32>off, len)
+    const mstart = mpos
+    pos = mpos + len
+    anchor = pos
+    if (pos < ilimit) {
+      // Index a few positions of the match (its start and end).
+      fastInsert(mstart + 2)
+      fastInsert(pos - 2)
+      store<u32>(HT + hash5(load<u64>(src + <usize>(pos - 1)), sLog), base + <u32>(pos - 1))
+    }
+    // Immediate repeat (literal length 0: code 1 means rep1).
+    while (pos < ilimit) {
+      const d = rep1
+      if (<i32>d > pos || <i32>d > maxDist) break
+      const ip2 = src + <usize>pos
+      if (load<u32>(ip2) != load<u32>(ip2 - <usize>d)) break
+      const l2 = 4 + matchLength(ip2 + 4, ip2 + 4 - <usize>d, limit)
+      fastInsert(pos)
+      emitSequence(pos, 0, d, l2)
+      pos += l2
+      anchor = pos
+    }
+  }
+  memory.copy(LIT + <usize>litCount, src + <usize>anchor, <usize>(end - anchor))
+  litCount += end - anchor
+}
+
 // ---- Huffman literals -----------------------------------------------------------------------
 
 /** Builds code lengths (HLEN) limited to 11 bits for FREQ[0..maxSym]; returns max length or 0. */
@@ -432,18 +617,23 @@ function buildHuffman(maxSym: i32): i32 {
     store<u8>(HLEN + <usize>s, 0)
     const f = load<u32>(FREQ + (<usize>s << 2))
     if (f == 0) continue
-    // insertion sort by frequency ascending (stable)
+    // insertion sort of (frequency, symbol) keys, ascending (frequencies < 2^24)
+    const key = (f << 8) | <u32>s
     let j = n
-    while (j > 0 && load<u32>(FREQ + (<usize>load<u16>(HSORT + (<usize>(j - 1) << 1)) << 2)) > f) {
-      store<u16>(HSORT + (<usize>j << 1), load<u16>(HSORT + (<usize>(j - 1) << 1)))
+    while (j > 0) {
+      const prev = load<u32>(HKEY + (<usize>(j - 1) << 2))
+      if (prev <= key) break
+      store<u32>(HKEY + (<usize>j << 2), prev)
       j--
     }
-    store<u16>(HSORT + (<usize>j << 1), <u16>s)
+    store<u32>(HKEY + (<usize>j << 2), key)
     n++
   }
   if (n < 2) return 0
   for (let i = 0; i < n; i++) {
-    store<u32>(HNODE + (<usize>i << 2), load<u32>(FREQ + (<usize>load<u16>(HSORT + (<usize>i << 1)) << 2)))
+    const key = load<u32>(HKEY + (<usize>i << 2))
+    store<u16>(HSORT + (<usize>i << 1), <u16>(key & 0xFF))
+    store<u32>(HNODE + (<usize>i << 2), key >> 8)
   }
   // Two-queue construction: leaves 0..n-1 (sorted), internal nodes n..2n-2 in creation order.
   let leaf = 0
@@ -556,7 +746,7 @@ function writeHuffTree(maxSym: i32, maxLen: i32): i32 {
     let distinct = 0
     for (let w = 0; w <= maxW; w++) if (load<u32>(CNT + (<usize>w << 2)) != 0) distinct++
     if (distinct >= 2) {
-      for (let log = 5; log <= 6; log++) {
+      for (let log = pFast ? 6 : 5; log <= 6; log++) {
         if (!fseNormalize(CNT, maxW, <u32>nw, log, ENORM)) continue
         const nc = fseWriteNCount(ENORM, maxW, log, WTMP + 1, 120)
         if (nc < 0) continue
@@ -592,6 +782,27 @@ function writeHuffTree(maxSym: i32, maxLen: i32): i32 {
   return best
 }
 
+/**
+ * True when the order-0 entropy of the literals (FREQ, a lower bound for Huffman), less a margin
+ * for the log2 approximation, plus a rough tree cost does not beat the raw size: then the code
+ * is not built.
+ */
+function huffHopeless(n: i32, maxSym: i32, rawSize: i32): bool {
+  const ln = log2fix(<u32>n)
+  let bits: i64 = 0
+  let distinct = 0
+  for (let s = 0; s <= maxSym; s++) {
+    const f = load<u32>(FREQ + (<usize>s << 2))
+    if (f) {
+      bits += <i64>f * <i64>(ln - log2fix(f))
+      distinct++
+    }
+  }
+  // + section header and ~2 bits per described weight (rough: a near miss only costs a few bytes).
+  const bytes = bits >> 11
+  return bytes - (bytes >> 6) + 3 + <i64>(distinct >> 2) >= <i64>rawSize
+}
+
 /** Writes the literals section at op (limit oend); returns its size or -1. */
 function writeLiterals(op: usize, oend: usize): i32 {
   const n = litCount
@@ -618,7 +829,7 @@ function writeLiterals(op: usize, oend: usize): i32 {
       return rawHdr + 1
     }
   }
-  if (n >= 32 && distinct >= 2) {
+  if (n >= 32 && distinct >= 2 && !huffHopeless(n, maxSym, rawSize)) {
     const r = writeHuffLiterals(op, oend, maxSym, rawSize)
     if (r > 0) return r
   }
@@ -641,12 +852,37 @@ function writeRawHeader(op: usize, type: u32, n: i32): void {
 }
 
 function encodeHufStream(out: usize, end: usize, from: i32, to: i32): i32 {
-  bwInit(out, end)
-  for (let i = to - 1; i >= from; i--) {
+  // Local accumulator, flushed every two symbols (at most 7 + 2 * 11 bits pending).
+  let acc: u64 = 0
+  let bits: u64 = 0
+  let p = out
+  const pend = end - 8
+  let i = to - 1
+  if (((to - from) & 1) != 0) {
     const s = <usize>load<u8>(LIT + <usize>i)
-    bwAdd(<u64>load<u16>(HCODE + (s << 1)), <i32>load<u8>(HLEN + s))
+    acc = <u64>load<u16>(HCODE + (s << 1))
+    bits = <u64>load<u8>(HLEN + s)
+    i--
   }
-  return bwFinish()
+  while (i >= from + 1) {
+    if (p > pend) return -1
+    const s0 = <usize>load<u8>(LIT + <usize>i)
+    const s1 = <usize>load<u8>(LIT + <usize>(i - 1))
+    acc |= <u64>load<u16>(HCODE + (s0 << 1)) << bits
+    bits += <u64>load<u8>(HLEN + s0)
+    acc |= <u64>load<u16>(HCODE + (s1 << 1)) << bits
+    bits += <u64>load<u8>(HLEN + s1)
+    store<u64>(p, acc)
+    p += <usize>(bits >> 3)
+    acc >>= bits & ~7
+    bits &= 7
+    i -= 2
+  }
+  bwInit(p, end)
+  bwAdd(acc, <i32>bits)
+  const r = bwFinish()
+  if (r < 0) return -1
+  return <i32>(p - out) + r
 }
 
 function writeHuffLiterals(op: usize, oend: usize, maxSym: i32, rawSize: i32): i32 {
@@ -710,17 +946,13 @@ let chosenCt: usize = 0
 let chosenMode: i32 = 0
 
 /**
- * Picks predefined / RLE / FSE for one symbol kind (0 LL, 1 OF, 2 ML) from codes[0..nbSeq),
+ * Picks predefined / RLE / FSE for one symbol kind (0 LL, 1 OF, 2 ML) from its HIST counts,
  * writes its table description at op; returns bytes written or -1.
  */
-function chooseTable(kind: i32, codes: usize, op: usize, oend: usize): i32 {
-  for (let s = 0; s < 64; s++) store<u32>(CNT + (<usize>s << 2), 0)
-  let maxSym = 0
-  for (let i = 0; i < nbSeq; i++) {
-    const c = <usize>load<u8>(codes + <usize>i)
-    store<u32>(CNT + (c << 2), load<u32>(CNT + (c << 2)) + 1)
-    if (<i32>c > maxSym) maxSym = <i32>c
-  }
+function chooseTable(kind: i32, op: usize, oend: usize): i32 {
+  memory.copy(CNT, HIST + (<usize>kind << 8), 256)
+  let maxSym = 63
+  while (maxSym > 0 && load<u32>(CNT + (<usize>maxSym << 2)) == 0) maxSym--
   let distinct = 0
   let only = 0
   for (let s = 0; s <= maxSym; s++) {
@@ -753,7 +985,16 @@ function chooseTable(kind: i32, codes: usize, op: usize, oend: usize): i32 {
   }
   const maxLog = kind == 0 ? LL_MAX_LOG : kind == 1 ? OF_MAX_LOG : ML_MAX_LOG
   if (nbSeq >= 8 && distinct >= 2) {
-    for (let log = 5; log <= maxLog; log++) {
+    // Fast levels try two table sizes near the one the sequence count supports, not all.
+    let loLog = 5
+    let hiLog = maxLog
+    if (pFast) {
+      hiLog = highbit(<u32>nbSeq) - 1
+      if (hiLog > maxLog) hiLog = maxLog
+      if (hiLog < 6) hiLog = 6
+      loLog = hiLog - 1
+    }
+    for (let log = loLog; log <= hiLog; log++) {
       if ((1 << log) < distinct) continue
       if (!fseNormalize(CNT, maxSym, <u32>nbSeq, log, ENORM)) continue
       const nc = fseWriteNCount(ENORM, maxSym, log, NCBUF, 256)
@@ -802,62 +1043,89 @@ function writeSequences(op: usize, oend: usize): i32 {
     op += 3
   }
   if (n == 0) return <i32>(op - start)
-  for (let i = 0; i < n; i++) {
-    const o = <usize>i << 2
-    store<u8>(C_LL + <usize>i, <u8>llCode(load<u32>(SEQ_LL + o)))
-    store<u8>(C_ML + <usize>i, <u8>mlCode(load<u32>(SEQ_ML + o) - 3))
-    store<u8>(C_OF + <usize>i, <u8>highbit(load<u32>(SEQ_OV + o)))
-  }
   const modesAt = op
   op++
-  let r = chooseTable(0, C_LL, op, oend)
+  let r = chooseTable(0, op, oend)
   if (r < 0) return -1
   op += <usize>r
   const ctLL = chosenCt
   const mLL = chosenMode
-  r = chooseTable(1, C_OF, op, oend)
+  r = chooseTable(1, op, oend)
   if (r < 0) return -1
   op += <usize>r
   const ctOF = chosenCt
   const mOF = chosenMode
-  r = chooseTable(2, C_ML, op, oend)
+  r = chooseTable(2, op, oend)
   if (r < 0) return -1
   op += <usize>r
   const ctML = chosenCt
   const mML = chosenMode
   store<u8>(modesAt, <u8>((mLL << 6) | (mOF << 4) | (mML << 2)))
 
-  bwInit(op, oend)
+  // Local bit accumulator: after each flush fewer than 8 bits are pending, and each group
+  // below adds at most 26 + 16 or 16 + 31 bits.
   const last = n - 1
   let sLL = fseInitState(ctLL, <i32>load<u8>(C_LL + <usize>last))
   let sOF = fseInitState(ctOF, <i32>load<u8>(C_OF + <usize>last))
   let sML = fseInitState(ctML, <i32>load<u8>(C_ML + <usize>last))
+  let acc: u64 = 0
+  let bits: u64 = 0
+  let p = op
+  const pend = oend - 8
+  let ovf = false
   for (let i = last; i >= 0; i--) {
     const llc = <u32>load<u8>(C_LL + <usize>i)
     const mlc = <u32>load<u8>(C_ML + <usize>i)
     const ofc = <u32>load<u8>(C_OF + <usize>i)
-    if (i != last) {
-      sOF = fseEncode(ctOF, ofc, sOF)
-      sML = fseEncode(ctML, mlc, sML)
-      sLL = fseEncode(ctLL, llc, sLL)
-    }
     const o = <usize>i << 2
-    bwAdd(<u64>(load<u32>(SEQ_LL + o) - load<u32>(LL_BASE + (<usize>llc << 2))), <i32>load<u8>(LL_BITS + <usize>llc))
-    bwAdd(<u64>(load<u32>(SEQ_ML + o) - load<u32>(ML_BASE + (<usize>mlc << 2))), <i32>load<u8>(ML_BITS + <usize>mlc))
-    bwAdd(<u64>(load<u32>(SEQ_OV + o) - (<u32>1 << ofc)), <i32>ofc)
+    if (i != last) {
+      let r = fseStep(ctOF, ofc, sOF)
+      sOF = <u32>r
+      acc |= (r >> 40) << bits
+      bits += (r >> 32) & 0xFF
+      r = fseStep(ctML, mlc, sML)
+      sML = <u32>r
+      acc |= (r >> 40) << bits
+      bits += (r >> 32) & 0xFF
+      r = fseStep(ctLL, llc, sLL)
+      sLL = <u32>r
+      acc |= (r >> 40) << bits
+      bits += (r >> 32) & 0xFF
+    }
+    acc |= <u64>(load<u32>(SEQ_LL + o) - load<u32>(LL_BASE + (<usize>llc << 2))) << bits
+    bits += <u64>load<u8>(LL_BITS + <usize>llc)
+    if (p > pend) { ovf = true; break }
+    store<u64>(p, acc)
+    p += <usize>(bits >> 3)
+    acc >>= bits & ~7
+    bits &= 7
+    acc |= <u64>(load<u32>(SEQ_ML + o) - load<u32>(ML_BASE + (<usize>mlc << 2))) << bits
+    bits += <u64>load<u8>(ML_BITS + <usize>mlc)
+    acc |= <u64>(load<u32>(SEQ_OV + o) - (<u32>1 << ofc)) << bits
+    bits += <u64>ofc
+    if (p > pend) { ovf = true; break }
+    store<u64>(p, acc)
+    p += <usize>(bits >> 3)
+    acc >>= bits & ~7
+    bits &= 7
   }
+  if (ovf) return -1
+  bwInit(p, oend)
+  bwAdd(acc, <i32>bits)
   bwAdd(<u64>sML, load<i32>(ctML))
   bwAdd(<u64>sOF, load<i32>(ctOF))
   bwAdd(<u64>sLL, load<i32>(ctLL))
   const bs = bwFinish()
   if (bs < 0) return -1
+  op = p
   return <i32>(op - start) + bs
 }
 
 /** Compresses src[start..start+len) into BLK; returns the block content size or -1. */
 function compressBlock(start: i32, len: i32): i32 {
   if (len < 16) return -1
-  parseBlock(start, start + len)
+  if (pFast) parseFast(start, start + len)
+  else parseBlock(start, start + len)
   const oend = BLK + <usize>(len - 1)
   const a = writeLiterals(BLK, oend)
   if (a < 0) return -1
@@ -923,8 +1191,14 @@ export function zstdCompressFrame(level: i32, checksum: bool, src: usize, srcLen
   op += <usize>fcsSize
 
   mSrc = src
+  mSrcLen = srcLen
   mMaxDist = single ? srcLen : (1 << WINDOW_LOG) - 1
-  memory.fill(HT, 0, <usize>(4 << pHashLog))
+  if (pFast) {
+    fastReset(srcLen)
+  } else {
+    memory.fill(HT, 0, <usize>(4 << pHashLog))
+    fastDirty = true
+  }
   nextToUpdate = 0
   rep0 = 1
   rep1 = 4

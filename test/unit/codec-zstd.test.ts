@@ -106,6 +106,24 @@ describe('zstd: round trip with our decoder', () => {
     }), { numRuns: 200 })
   })
 
+  it('fast levels (1-3) give the same bytes regardless of earlier calls (position-tagged tables)', () => {
+    const a = jsonEvents(40000, 31)
+    const b = logLines(70000, 32)
+    for (const level of [1, 2, 3]) {
+      const first = z.compress(a, level)
+      z.compress(b, level)                     // same tables, other content
+      expect(eq(z.compress(a, level), first)).toBe(true)
+      z.compress(b, 9)                         // the chain finder reuses the tables with raw positions
+      expect(eq(z.compress(a, level), first)).toBe(true)
+      z.compress(randomBytes(300, 33), level)  // small frame: smaller hash logs over the same tables
+      expect(eq(z.compress(a, level), first)).toBe(true)
+      roundTrip(a, level, false)
+    }
+    // Matches across block boundaries and beyond the 1 MiB window (multi-block, windowed frame).
+    const big = Buffer.concat([logLines(700_000, 34), jsonEvents(600_000, 35), logLines(300_000, 34)])
+    for (const level of [1, 2, 3]) roundTrip(big, level, true)
+  })
+
   it('reports dst too small on both sides', () => {
     const input = jsonEvents(20000)
     const c = z.compress(input)
