@@ -30,6 +30,9 @@ function bars(): Bar[] {
   const codecs = load('codecs')
   for (const codec of ['gzip', 'snappy', 'lz4', 'zstd']) {
     add(`${codec} json 16 KiB: speed / native`, value(codecs, 'kafka-edge-wasm', `${codec} json 16KiB compress`), value(codecs, 'native', `${codec} json 16KiB compress`), 0.5)
+    const peers = { gzip: ['fflate', 'pako'], snappy: ['snappyjs'], lz4: ['lz4js'], zstd: ['zstd-codec'] }[codec]!
+    const best = Math.max(...peers.map((p) => value(codecs, p, `${codec} json 16KiB compress`) ?? 0))
+    add(`${codec} json 16 KiB: speed / ${codec === 'zstd' ? 'zstd-codec (libzstd in wasm)' : 'best pure-JS peer'}`, value(codecs, 'kafka-edge-wasm', `${codec} json 16KiB compress`), best || null, 2)
     add(`${codec} json 16 KiB: ratio / native`, value(codecs, 'kafka-edge-wasm', `${codec} json 16KiB ratio`), value(codecs, 'native', `${codec} json 16KiB ratio`), 0.9)
   }
   const bridge = load('bridge')
@@ -44,7 +47,7 @@ function bars(): Bar[] {
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;')
 
 export function render(list: Bar[]): string {
-  const rowH = 26, labelW = 330, plotW = 420, top = 40
+  const rowH = 26, labelW = 360, plotW = 420, top = 40
   const max = Math.max(2, ...list.map((b) => Math.max(b.ratio, b.target))) * 1.05
   const x = (v: number) => labelW + (Math.log10(1 + v) / Math.log10(1 + max)) * plotW
   const h = top + list.length * rowH + 30
