@@ -5,6 +5,11 @@ import type { Cluster } from '../client/cluster.js'
 import { ProducerBatch, type RecordMetadata, type TopicPartition } from './producer-batch.js'
 import type { TransactionManager } from './transaction-manager.js'
 
+/** RecordAccumulator.tryAppend result bits (0: no buffer space, wait and call again). */
+export const APPENDED = 1
+export const NEW_BATCH = 2
+export const BATCH_FULL = 4
+
 export interface AccumulatorOptions {
   batchSize: number
   lingerMs: number
@@ -103,32 +108,56 @@ export class RecordAccumulator {
   constructor(private readonly opts: AccumulatorOptions, readonly pool: BufferPool, private readonly core: Core, private readonly txn: TransactionManager | null) {}
 
   deque(tp: TopicPartition): ProducerBatch[] {
+    // Sticky partitioning sends run after run to one partition: a one-entry cache skips the Map
+    // lookup (deques are never removed from the map, so a cached one stays the partition's).
+    if (tp === this.lastTp) return this.lastDeque
     let d = this.deques.get(tp.key)
     if (!d) { d = []; this.deques.set(tp.key, d) }
+    this.lastTp = tp
+    this.lastDeque = d
     return d
   }
+  private lastTp: TopicPartition | null = null
+  private lastDeque: ProducerBatch[] = []
 
   queueSize(tp: TopicPartition): number { return this.deques.get(tp.key)?.length ?? 0 }
 
   /**
-   * Appends to the partition's open batch, or opens a new one (reserving buffer memory). Returns null
-   * when a new batch is needed but the buffer is full, so the caller can wait and call again.
+   * Appends to the partition's open batch, or opens a new one (reserving buffer memory). Returns 0
+   * when a new batch is needed but the buffer is full, so the caller can wait and call again; else
+   * APPENDED, plus NEW_BATCH and/or BATCH_FULL (a number, not an object: this runs once per record).
+   * `baseSize` is the record's recordBaseSize() when the caller already has it.
    */
-  tryAppend(tp: TopicPartition, record: RecordInput, recordBytes: number, thunk: { resolve(md: RecordMetadata): void; reject(e: Error): void; timestamp: number }): { newBatch: boolean; batchFull: boolean } | null {
+  tryAppend(tp: TopicPartition, record: RecordInput, recordBytes: number, thunk: { resolve(md: RecordMetadata): void; reject(e: Error): void; timestamp: number }, baseSize?: number): number {
     const d = this.deque(tp)
     const last = d[d.length - 1]
-    if (last && last.open && last.recordCount > 0 && this.estimate(tp.topic, last.open.estimatedSizeWith(record)) <= this.opts.batchSize) {
-      last.append(record, thunk)
-      return { newBatch: false, batchFull: this.estimatedBytes(last) >= this.opts.batchSize || d.length > 1 }
+    const batchSize = this.opts.batchSize
+    if (last && last.open && last.recordCount > 0) {
+      const ratio = this.ratio(tp.topic)
+      if (this.scale(ratio, last.open.estimatedSizeWith(record, baseSize)) <= batchSize) {
+        last.append(record, thunk)
+        return this.scale(ratio, last.open.uncompressedBytes) >= batchSize || d.length > 1 ? APPENDED | BATCH_FULL : APPENDED
+      }
     }
-    const reserve = Math.max(this.opts.batchSize, recordBytes)
-    if (!this.pool.tryReserve(reserve)) return null
+    const reserve = Math.max(batchSize, recordBytes)
+    if (!this.pool.tryReserve(reserve)) return 0
     const open = this.core.openBatch({ compression: this.opts.compression, level: this.opts.compressionLevel, initialCapacity: Math.min(reserve + 64, this.opts.maxRequestSize + 64) })
     const batch = new ProducerBatch(tp, open, this.opts.clock.now(), reserve)
     batch.append(record, thunk)
     d.push(batch)
     this.incomplete.add(batch)
-    return { newBatch: true, batchFull: d.length > 1 || this.estimatedBytes(batch) >= this.opts.batchSize }
+    return d.length > 1 || this.estimatedBytes(batch) >= batchSize ? APPENDED | NEW_BATCH | BATCH_FULL : APPENDED | NEW_BATCH
+  }
+
+  /** The topic's learned compression ratio (1 without a codec). */
+  private ratio(topic: string): number {
+    return this.opts.compression === 'none' ? 1 : this.ratios.get(topic) ?? 1
+  }
+
+  /** estimate() with the ratio already looked up. */
+  private scale(ratio: number, uncompressed: number): number {
+    if (this.opts.compression === 'none') return uncompressed
+    return 61 + Math.ceil((uncompressed - 61) * ratio * 1.05)
   }
 
   /**

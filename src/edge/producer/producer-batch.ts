@@ -97,14 +97,16 @@ export class ProducerBatch {
     this.done = true
     this.discardOpen()
     const appendTime = logAppendTimeMs >= 0n ? Number(logAppendTimeMs) : -1
-    for (let i = 0; i < this.thunks.length; i++) {
-      const t = this.thunks[i]!
-      t.resolve({
-        topic: this.tp.topic,
-        partition: this.tp.partition,
-        offset: baseOffset < 0n ? -1n : baseOffset + BigInt(i),
-        timestamp: appendTime >= 0 ? appendTime : t.timestamp,
-      })
+    const topic = this.tp.topic
+    const partition = this.tp.partition
+    const thunks = this.thunks
+    // One BigInt add per record (not BigInt(i) plus an add).
+    const known = baseOffset >= 0n
+    let offset = known ? baseOffset : -1n
+    for (let i = 0; i < thunks.length; i++) {
+      const t = thunks[i]!
+      t.resolve({ topic, partition, offset, timestamp: appendTime >= 0 ? appendTime : t.timestamp })
+      if (known) offset += 1n
     }
   }
 

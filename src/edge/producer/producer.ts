@@ -1,7 +1,7 @@
 import { Cluster } from '../client/cluster.js'
 import { ClosedError, ConfigException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery } from '../errors.js'
-import { loadCore, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
-import { BufferPool, RecordAccumulator } from './accumulator.js'
+import { loadCore, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
+import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type ProducerConfig, type ProducerSettings } from './config.js'
 import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
@@ -33,8 +33,11 @@ const toBytes = (v: Bytes | undefined, what: string): Uint8Array | null => {
 }
 const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/
 
-/** A send() on its way into the accumulator; it doubles as the batch's completion callback for the record. */
-interface PendingSend { record: RecordInput; topic: string; partition: number | undefined; resolve(md: RecordMetadata): void; reject(e: Error): void; startedMs: number; timestamp: number }
+/**
+ * A send() on its way into the accumulator. It is the record (RecordInput) and the batch's completion
+ * callback for it at once: one object per record. `baseSize` is its recordBaseSize(), computed once.
+ */
+interface PendingSend extends RecordInput { topic: string; partition: number | undefined; resolve(md: RecordMetadata): void; reject(e: Error): void; startedMs: number; baseSize: number }
 
 /**
  * The public producer. send() appends to the accumulator synchronously when it can (metadata known,
@@ -60,6 +63,11 @@ export class Producer {
   private pool!: BufferPool
   private readonly validTopics = new Set<string>()
   private readonly tps = new Map<string, TopicPartition[]>()
+  /** The topic and partition count tryAppend is partitioning for, read by availableFn and queueFn. */
+  private partTopic = ''
+  private partCount = 0
+  private readonly availableFn = (): number[] => this.availablePartitions(this.partTopic, this.partCount)
+  private readonly queueFn = (i: number): number => this.accumulator.queueSize(this.topicPartition(this.partTopic, i))
 
   constructor(settings: ProducerSettings) {
     this.config = parseConfig(settings)
@@ -119,20 +127,19 @@ export class Producer {
       if (this.closed) return reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
       if (this.txn?.state === 'FATAL_ERROR') return reject(markDelivery(this.txn.fatalError!, false))
       const now = this.config.clock.now()
-      let input: RecordInput
+      let p: PendingSend
       try {
-        input = this.toInput(record, now)
+        p = this.toPending(record, now, resolve, reject)
       } catch (e) {
         return reject(markDelivery(e as Error, false))
       }
-      const p: PendingSend = { record: input, topic: record.topic, partition: record.partition, resolve, reject, startedMs: now, timestamp: input.timestamp }
       if (this.waiting.length === 0 && this.core && this.tryAppend(p)) return
       this.waiting.push(p)
       this.pump()
     })
   }
 
-  private toInput(r: ProducerRecord, now: number): RecordInput {
+  private toPending(r: ProducerRecord, now: number, resolve: (md: RecordMetadata) => void, reject: (e: Error) => void): PendingSend {
     if (!r || typeof r !== 'object') throw new ConfigException('send() takes a record object { topic, value, key?, headers?, partition?, timestamp? }')
     if (typeof r.topic !== 'string' || (!this.validTopics.has(r.topic) && !this.validateTopic(r.topic))) throw new ConfigException(`invalid topic name ${JSON.stringify(r.topic)}: use 1-249 characters of [a-zA-Z0-9._-]`)
     if (r.partition !== undefined && (!Number.isInteger(r.partition) || r.partition < 0)) throw new ConfigException(`partition must be a non-negative integer, got ${r.partition}`)
@@ -147,7 +154,12 @@ export class Producer {
         return { key: h.key, value: toBytes(h.value, `header ${h.key}`) }
       })
     }
-    return { key: toBytes(r.key, 'key'), value: toBytes(r.value, 'value'), headers, timestamp }
+    const p: PendingSend = {
+      key: toBytes(r.key, 'key'), value: toBytes(r.value, 'value'), headers, timestamp,
+      topic: r.topic, partition: r.partition, resolve, reject, startedMs: now, baseSize: 0,
+    }
+    p.baseSize = recordBaseSize(p)
+    return p
   }
 
   private validateTopic(topic: string): boolean {
@@ -174,27 +186,29 @@ export class Producer {
       p.reject(markDelivery(new KafkaEdgeError(`partition ${p.partition} of ${topic} does not exist: the topic has ${count} partitions`), false))
       return true
     }
-    const size = this.core!.recordSize(p.record, 0, 0) + 61
+    const size = recordSizeFromBase(p.baseSize, 0, 0) + 61
     if (size > c.maxRequestSize || size > c.bufferMemory) {
       p.reject(markDelivery(new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${size > c.maxRequestSize ? `max.request.size (${c.maxRequestSize})` : `buffer.memory (${c.bufferMemory})`}; send smaller records or raise the limit`), false))
       return true
     }
     let partition = p.partition
-    const keyed = p.record.key !== null && !c.partitionerIgnoreKeys
+    const keyed = p.key !== null && !c.partitionerIgnoreKeys
     const sticky = partition === undefined && !keyed
-    const queue = (i: number) => this.accumulator.queueSize(this.topicPartition(topic, i))
-    const available = () => this.availablePartitions(topic, count)
-    if (partition === undefined) partition = keyed ? partitionForKey(p.record.key!, count) : this.partitioner.partition(topic, count, available, queue)
+    // The partitioner's callbacks are made once per producer and read the topic from here.
+    this.partTopic = topic
+    this.partCount = count
+    if (partition === undefined) partition = keyed ? partitionForKey(p.key!, count) : this.partitioner.partition(topic, count, this.availableFn, this.queueFn)
     const tp = this.topicPartition(topic, partition)
     const txnError = this.transactions?.maybeAddPartition(tp)
     if (txnError) {
       p.reject(markDelivery(txnError, false))
       return true
     }
-    const result = this.accumulator.tryAppend(tp, p.record, size, p)
-    if (!result) return false
-    if (sticky) this.partitioner.onAppend(topic, size, result.batchFull, count, available, queue)
-    if (result.batchFull || result.newBatch) this.sender.wakeup(result.batchFull ? 0 : c.lingerMs)
+    const result = this.accumulator.tryAppend(tp, p, size, p, p.baseSize)
+    if ((result & APPENDED) === 0) return false
+    const batchFull = (result & BATCH_FULL) !== 0
+    if (sticky) this.partitioner.onAppend(topic, size, batchFull, count, this.availableFn, this.queueFn)
+    if (batchFull || (result & NEW_BATCH) !== 0) this.sender.wakeup(batchFull ? 0 : c.lingerMs)
     return true
   }
 
@@ -229,7 +243,7 @@ export class Producer {
             if (this.cluster.partitionCount(p.topic) === 0) await new Promise((r) => c.clock.setTimeout(r as () => void, Math.min(c.retryBackoffMs, Math.max(0, deadline - c.clock.now()))))
           } else {
             // Buffer full: wait for space, then hand the reservation back and retry the append.
-            const bytes = Math.max(c.batchSize, this.core!.recordSize(p.record, 0, 0) + 61)
+            const bytes = Math.max(c.batchSize, recordSizeFromBase(p.baseSize, 0, 0) + 61)
             this.sender.wakeup()
             await this.pool.reserve(bytes, Math.max(0, left))
             this.pool.release(bytes)

@@ -3,48 +3,106 @@ import { ProtocolError } from '../errors.js'
 const encoder = new TextEncoder()
 const decoder = new TextDecoder('utf-8', { fatal: true })
 
-/** Growable big-endian writer. Strings are measured with TextEncoder once per write. */
+/** raw() inputs at least this large are kept by reference and copied once, by finish(). */
+const RAW_BY_REFERENCE = 1024
+
+/**
+ * Growable big-endian writer. Strings are measured with TextEncoder once per write. Large byte
+ * arrays (record batches) are not copied into the growing buffer: they are kept by reference and
+ * finish() copies every piece once into a frame of the exact size. So a batch is copied once into
+ * its request, and the buffer never grows (and re-copies) because of batches. The caller must not
+ * change such an array before finish().
+ */
 export class Writer {
   private buf: Uint8Array
   private view: DataView
-  pos = 0
+  /** Write position in buf; buf[start, at) is the not yet parted tail. */
+  private at = 0
+  private start = 0
+  /** Pieces before buf[start]: slices of earlier buffers and large raw() inputs, in order. */
+  private parts: Uint8Array[] | null = null
+  /** Per part: written by this writer (true) or a caller's array kept by reference (never patched). */
+  private owned: boolean[] | null = null
+  private partsBytes = 0
 
   constructor(initial = 256) {
     this.buf = new Uint8Array(initial)
     this.view = new DataView(this.buf.buffer)
   }
 
+  /** Bytes written so far. */
+  get pos(): number { return this.partsBytes + this.at - this.start }
+
   private ensure(n: number): void {
-    if (this.pos + n <= this.buf.length) return
+    if (this.at + n <= this.buf.length) return
+    // Only the tail since the last part moves; parts keep their own (old) buffers alive.
+    const used = this.at - this.start
     let size = this.buf.length * 2
-    while (size < this.pos + n) size *= 2
+    while (size < used + n) size *= 2
     const next = new Uint8Array(size)
-    next.set(this.buf.subarray(0, this.pos))
+    next.set(this.buf.subarray(this.start, this.at))
     this.buf = next
     this.view = new DataView(next.buffer)
+    this.start = 0
+    this.at = used
   }
 
-  int8(v: number): this { this.ensure(1); this.view.setInt8(this.pos, v); this.pos += 1; return this }
-  int16(v: number): this { this.ensure(2); this.view.setInt16(this.pos, v); this.pos += 2; return this }
-  uint16(v: number): this { this.ensure(2); this.view.setUint16(this.pos, v); this.pos += 2; return this }
-  int32(v: number): this { this.ensure(4); this.view.setInt32(this.pos, v); this.pos += 4; return this }
-  uint32(v: number): this { this.ensure(4); this.view.setUint32(this.pos, v); this.pos += 4; return this }
-  int64(v: bigint): this { this.ensure(8); this.view.setBigInt64(this.pos, v); this.pos += 8; return this }
-  float64(v: number): this { this.ensure(8); this.view.setFloat64(this.pos, v); this.pos += 8; return this }
+  private part(bytes: Uint8Array, owned: boolean): void {
+    (this.parts ??= []).push(bytes)
+    ;(this.owned ??= []).push(owned)
+    this.partsBytes += bytes.length
+  }
+
+  int8(v: number): this { this.ensure(1); this.view.setInt8(this.at, v); this.at += 1; return this }
+  int16(v: number): this { this.ensure(2); this.view.setInt16(this.at, v); this.at += 2; return this }
+  uint16(v: number): this { this.ensure(2); this.view.setUint16(this.at, v); this.at += 2; return this }
+  int32(v: number): this { this.ensure(4); this.view.setInt32(this.at, v); this.at += 4; return this }
+  uint32(v: number): this { this.ensure(4); this.view.setUint32(this.at, v); this.at += 4; return this }
+  int64(v: bigint): this { this.ensure(8); this.view.setBigInt64(this.at, v); this.at += 8; return this }
+  float64(v: number): this { this.ensure(8); this.view.setFloat64(this.at, v); this.at += 8; return this }
   bool(v: boolean): this { return this.int8(v ? 1 : 0) }
 
   uvarint(v: number): this {
     this.ensure(5)
     v >>>= 0
-    while (v > 0x7f) { this.buf[this.pos++] = (v & 0x7f) | 0x80; v >>>= 7 }
-    this.buf[this.pos++] = v
+    while (v > 0x7f) { this.buf[this.at++] = (v & 0x7f) | 0x80; v >>>= 7 }
+    this.buf[this.at++] = v
     return this
   }
 
-  raw(bytes: Uint8Array): this { this.ensure(bytes.length); this.buf.set(bytes, this.pos); this.pos += bytes.length; return this }
+  raw(bytes: Uint8Array): this {
+    if (bytes.length >= RAW_BY_REFERENCE) {
+      // Close the tail as a part (a view: no copy) and keep going in the rest of buf.
+      if (this.at > this.start) this.part(this.buf.subarray(this.start, this.at), true)
+      this.start = this.at
+      this.part(bytes, false)
+      return this
+    }
+    this.ensure(bytes.length)
+    this.buf.set(bytes, this.at)
+    this.at += bytes.length
+    return this
+  }
 
   /** Patches an int32 written earlier (frame sizes). */
-  setInt32At(at: number, v: number): void { this.view.setInt32(at, v) }
+  setInt32At(at: number, v: number): void {
+    for (let i = 0; i < 4; i++) this.setByteAt(at + i, (v >>> (24 - 8 * i)) & 0xff)
+  }
+
+  private setByteAt(at: number, b: number): void {
+    if (this.parts) {
+      for (let i = 0; i < this.parts.length; i++) {
+        const p = this.parts[i]!
+        if (at < p.length) {
+          if (!this.owned![i]) throw new RangeError('Writer.setInt32At: offset inside bytes passed to raw() by reference')
+          p[at] = b
+          return
+        }
+        at -= p.length
+      }
+    }
+    this.buf[this.start + at] = b
+  }
 
   string(v: string | null, compact: boolean): this {
     if (v === null) return compact ? this.uvarint(0) : this.int16(-1)
@@ -64,7 +122,14 @@ export class Writer {
     return this.raw(v)
   }
 
-  finish(): Uint8Array { return this.buf.subarray(0, this.pos) }
+  finish(): Uint8Array {
+    if (!this.parts) return this.buf.subarray(0, this.at)
+    const out = new Uint8Array(this.pos)
+    let o = 0
+    for (const p of this.parts) { out.set(p, o); o += p.length }
+    out.set(this.buf.subarray(this.start, this.at), o)
+    return out
+  }
 }
 
 /** Bounds-checked big-endian reader: every overrun is a ProtocolError, never a RangeError or garbage. */

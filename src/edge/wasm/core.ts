@@ -342,10 +342,13 @@ export class OpenBatch {
     this.size = size
   }
 
-  /** Uncompressed batch size (header included) if `record` were appended next. */
-  estimatedSizeWith(record: RecordInput): number {
+  /**
+   * Uncompressed batch size (header included) if `record` were appended next. Pass the record's
+   * recordBaseSize() when it is known, so the record is not walked again.
+   */
+  estimatedSizeWith(record: RecordInput, baseSize = recordBaseSize(record)): number {
     const delta = this.count === 0 ? 0 : record.timestamp - this.firstTs
-    return this.size + recordSize(record, this.count, delta)
+    return this.size + recordSizeFromBase(baseSize, this.count, delta)
   }
 
   /** Completes the batch (header, compression, CRC) and returns its bytes; the batch is closed after. */
@@ -464,10 +467,17 @@ function varlongSize(n: number): number {
 }
 
 export function recordSize(record: RecordInput, offsetDelta: number, timestampDelta: number): number {
+  return recordSizeFromBase(recordBaseSize(record), offsetDelta, timestampDelta)
+}
+
+/**
+ * The part of a record's encoded body that does not depend on where it sits in a batch (key, value,
+ * headers): computed once per record, then recordSizeFromBase() adds the deltas and the length prefix.
+ */
+export function recordBaseSize(record: RecordInput): number {
   const key = record.key
   const value = record.value
-  let body = 1 + varlongSize(timestampDelta) + varintSize(offsetDelta)
-    + (key === null ? 1 : varintSize(key.length) + key.length)
+  let body = (key === null ? 1 : varintSize(key.length) + key.length)
     + (value === null ? 1 : varintSize(value.length) + value.length)
   const headers = record.headers
   const headerCount = headers === undefined ? 0 : headers.length
@@ -477,6 +487,12 @@ export function recordSize(record: RecordInput, offsetDelta: number, timestampDe
     const k = utf8Length(h.key)
     body += varintSize(k) + k + (h.value === null ? 1 : varintSize(h.value.length) + h.value.length)
   }
+  return body
+}
+
+/** Exact encoded size of a record with the given recordBaseSize() at these deltas (attributes byte included). */
+export function recordSizeFromBase(baseSize: number, offsetDelta: number, timestampDelta: number): number {
+  const body = 1 + varlongSize(timestampDelta) + varintSize(offsetDelta) + baseSize
   return varintSize(body) + body
 }
 
