@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import fc from 'fast-check'
 import { CompressionCodecError, CorruptCompressedDataError } from '../../src/edge/wasm/errors.js'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
@@ -292,4 +293,13 @@ export function javaCodec(jobs: JavaJob[]): (Uint8Array | Error)[] {
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/** Property inputs every codec suite uses: random bytes, repetitive text, and long runs past a 128 KiB block. */
+export function codecInputs(): fc.Arbitrary<Uint8Array> {
+  return fc.oneof(
+    fc.uint8Array({ maxLength: 3000 }),
+    fc.array(fc.constantFrom('a', 'ab', 'abc', 'hello ', '{"k":1}', '\n', 'zzzzzzzzzz'), { maxLength: 800 }).map((a) => new TextEncoder().encode(a.join(''))),
+    fc.tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 140000 })).map(([v, n]) => new Uint8Array(n).fill(v)),
+  )
 }

@@ -5,8 +5,7 @@ import lz4 from 'lz4-napi'
 import lz4js from 'lz4js'
 import fc from 'fast-check'
 import {
-  Codecs, CorruptCompressedDataError, standardCorpora, javaAvailable, javaCodec, jsonEvents, logLines, randomBytes,
-} from '../helpers/codec-harness.js'
+  Codecs, CorruptCompressedDataError, standardCorpora, javaAvailable, javaCodec, jsonEvents, logLines, randomBytes, codecInputs } from '../helpers/codec-harness.js'
 
 let c: Codecs
 beforeAll(async () => { c = await Codecs.load() })
@@ -45,11 +44,7 @@ describe('lz4 encoder', () => {
 
   it('round trips property-generated inputs (own decoder and lz4-napi)', () => {
     fc.assert(fc.property(
-      fc.oneof(
-        fc.uint8Array({ maxLength: 3000 }),
-        fc.array(fc.constantFrom('a', 'ab', 'abc', 'hello ', '{"k":1}', '\n', 'zzzzzzzzzz'), { maxLength: 800 }).map((a) => new TextEncoder().encode(a.join(''))),
-        fc.tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 140000 })).map(([v, n]) => new Uint8Array(n).fill(v)),
-      ),
+      codecInputs(),
       fc.constantFrom(...LEVELS),
       (src, level) => {
         const z = c.compress('lz4', src, level)
@@ -79,11 +74,7 @@ describe('lz4 encoder', () => {
 
 describe('lz4 decoder', () => {
   it('reads lz4-napi frames for property-generated inputs', () => {
-    fc.assert(fc.property(fc.oneof(
-        fc.uint8Array({ maxLength: 3000 }),
-        fc.array(fc.constantFrom('a', 'ab', 'abc', 'hello ', '{"k":1}', '\n', 'zzzzzzzzzz'), { maxLength: 800 }).map((a) => new TextEncoder().encode(a.join(''))),
-        fc.tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 140000 })).map(([v, n]) => new Uint8Array(n).fill(v)),
-      ), (src) => {
+    fc.assert(fc.property(codecInputs(), (src) => {
       eq(c.decompress('lz4', lz4.compressFrameSync(Buffer.from(src))), src)
     }), { numRuns: 300 })
   })

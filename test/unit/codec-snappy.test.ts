@@ -5,8 +5,7 @@ import snappy from 'snappy'
 import snappyjs from 'snappyjs'
 import fc from 'fast-check'
 import {
-  Codecs, CorruptCompressedDataError, standardCorpora, javaAvailable, javaCodec, jsonEvents, logLines, randomBytes,
-} from '../helpers/codec-harness.js'
+  Codecs, CorruptCompressedDataError, standardCorpora, javaAvailable, javaCodec, jsonEvents, logLines, randomBytes, codecInputs } from '../helpers/codec-harness.js'
 
 let c: Codecs
 beforeAll(async () => { c = await Codecs.load() })
@@ -69,11 +68,7 @@ describe('snappy encoder', () => {
 
   it('round trips property-generated inputs (own decoder, native, snappyjs)', () => {
     fc.assert(fc.property(
-      fc.oneof(
-        fc.uint8Array({ maxLength: 3000 }),
-        fc.array(fc.constantFrom('a', 'ab', 'abc', 'hello ', '{"k":1}', '\n', 'zzzzzzzzzz'), { maxLength: 800 }).map((a) => new TextEncoder().encode(a.join(''))),
-        fc.tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 140000 })).map(([v, n]) => new Uint8Array(n).fill(v)),
-      ),
+      codecInputs(),
       (src) => {
         const z = c.compress('snappy', src)
         eq(c.decompress('snappy', z), src)
@@ -103,11 +98,7 @@ describe('snappy encoder', () => {
 
 describe('snappy decoder', () => {
   it('reads native snappy blocks for property-generated inputs', () => {
-    fc.assert(fc.property(fc.oneof(
-        fc.uint8Array({ maxLength: 3000 }),
-        fc.array(fc.constantFrom('a', 'ab', 'abc', 'hello ', '{"k":1}', '\n', 'zzzzzzzzzz'), { maxLength: 800 }).map((a) => new TextEncoder().encode(a.join(''))),
-        fc.tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 140000 })).map(([v, n]) => new Uint8Array(n).fill(v)),
-      ), (src) => {
+    fc.assert(fc.property(codecInputs(), (src) => {
       eq(c.decompress('snappy', snappy.compressSync(Buffer.from(src)) as Buffer), src)
     }), { numRuns: 300 })
   })

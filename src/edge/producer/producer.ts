@@ -250,10 +250,7 @@ export class Producer {
           }
         } catch (e) {
           this.waiting.shift()
-          const err = e instanceof TimeoutException && this.cluster.partitionCount(p.topic) === 0
-            ? new TimeoutException(`topic ${p.topic} not present in metadata after ${c.maxBlockMs} ms (max.block.ms); create the topic or check its name`)
-            : e as Error
-          p.reject(markDelivery(err, false))
+          p.reject(markDelivery(e instanceof TimeoutException ? this.blockTimeout(p) : e as Error, false))
         }
       }
     } finally {
