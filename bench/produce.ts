@@ -3,7 +3,8 @@
 //   java              org.apache.kafka.tools.ProducerPerformance (the Java client's own perf tool)
 //   kafkajs           2.2.4, default (non-idempotent) producer
 //   kafkajs-idempotent  idempotent: true, which kafkajs only allows with maxInFlightRequests: 1
-// All: 100-byte values of random A-Z (what ProducerPerformance generates, per record), no key,
+// All: 100-byte values of random A-Z (what ProducerPerformance generates, per record, into one
+// reused array: see payloadSource), no key,
 // acks=all, linger 5 ms, lz4 (none if the WASM core in this tree lacks it: see results config).
 //
 // CPU is the producer process's own: kafka-edge and kafkajs read process.cpuUsage() in their child;
@@ -32,6 +33,9 @@ const PARTITIONS = 6
 const VALUE_BYTES = 100
 const LINGER_MS = 5
 const CLUSTER = 'bench'
+// BENCH_IMPLS=kafka-edge (comma-separated) runs only those, for quick iterations; results are not written.
+const IMPLS = process.env.BENCH_IMPLS?.split(',') ?? null
+const runs = (impl: string) => IMPLS === null || IMPLS.includes(impl)
 
 interface ChildResult { records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number }
 
@@ -54,7 +58,7 @@ export default async function produce(args: string[]): Promise<void> {
 
   const { loadCore } = await import('../src/edge/wasm/core.js')
   const core = await loadCore()
-  const compression = core.supportsCompression('lz4') ? 'lz4' : 'none'
+  const compression = process.env.BENCH_COMPRESSION ?? (core.supportsCompression('lz4') ? 'lz4' : 'none')
   if (compression === 'none') console.log('NOTE: the WASM core in this tree has no lz4 yet: every producer runs with compression.type=none')
 
   // The broker gets C2 and a real heap: the quick-start test flags (C1 only, 320 MB) would make it the bottleneck.
@@ -83,8 +87,8 @@ export default async function produce(args: string[]): Promise<void> {
   console.log(`broker ${bootstrap}; ${RECORDS.toLocaleString()} records per run (kafkajs ${KAFKAJS_RECORDS.toLocaleString()}), ${ROUNDS} rounds, best kept`)
   // Warm the broker's JIT so the first measured producer does not pay for it.
   await runNode('kafka-edge', Math.min(RECORDS, 300_000))
-  const javaStartup = await runJava(1)
-  console.log(`java 1-record run: ${(javaStartup.cpuTotalUs / 1000).toFixed(0)} ms CPU (subtracted from the Java runs)`)
+  const javaStartup = runs('java') ? await runJava(1) : null
+  if (javaStartup) console.log(`java 1-record run: ${(javaStartup.cpuTotalUs / 1000).toFixed(0)} ms CPU (subtracted from the Java runs)`)
 
   const best = new Map<string, ChildResult>()
   const keep = (impl: string, r: ChildResult) => {
@@ -95,12 +99,23 @@ export default async function produce(args: string[]): Promise<void> {
     if (!prev || rate > prev.records / (prev.ms / 1000)) best.set(impl, r)
   }
   for (let round = 0; round < ROUNDS; round++) {
-    const java = await runJava(RECORDS)
-    keep('java', { ...java, cpuLoopUs: Math.max(0, java.cpuTotalUs - javaStartup.cpuTotalUs) })
-    keep('kafka-edge', await runNode('kafka-edge', RECORDS))
+    if (javaStartup) {
+      const java = await runJava(RECORDS)
+      keep('java', { ...java, cpuLoopUs: Math.max(0, java.cpuTotalUs - javaStartup.cpuTotalUs) })
+    }
+    if (runs('kafka-edge')) keep('kafka-edge', await runNode('kafka-edge', RECORDS))
   }
-  keep('kafkajs-idempotent', await runNode('kafkajs-idempotent', KAFKAJS_RECORDS))
-  keep('kafkajs', await runNode('kafkajs', KAFKAJS_RECORDS))
+  if (runs('kafkajs-idempotent')) keep('kafkajs-idempotent', await runNode('kafkajs-idempotent', KAFKAJS_RECORDS))
+  if (runs('kafkajs')) keep('kafkajs', await runNode('kafkajs', KAFKAJS_RECORDS))
+  if (IMPLS === null) writeResults(best, compression, loadBefore)
+  if (process.env.BENCH_CPU_PROF === '1') {
+    const prof = await runNode('kafka-edge', RECORDS, true)
+    console.log(`profiled kafka-edge run: ${Math.round(prof.records / (prof.ms / 1000)).toLocaleString()} records/s (profiler overhead included)`)
+    console.log(topFunctions(latestProfile(), 25))
+  }
+}
+
+function writeResults(best: Map<string, ChildResult>, compression: string, loadBefore: number): void {
 
   const results: BenchResult[] = []
   for (const [impl, r] of best) results.push({ impl, metric: 'records/s', unit: 'records/s', value: Math.round(r.records / (r.ms / 1000)) })
@@ -113,8 +128,8 @@ export default async function produce(args: string[]): Promise<void> {
     rounds: ROUNDS, kept: 'best records/s round per impl (2 shared cores, other clusters running)',
     broker: { nodes: 1, jvm: process.env.KAFKA_EDGE_BROKER_JVM_OPTS, cluster: CLUSTER },
     java: 'ProducerPerformance (refills one payload array per record) --throughput -1 --producer-props acks=all enable.idempotence=true linger.ms=5 compression.type=' + compression + ' (JVM -Xmx512M, default JIT)',
-    kafkajs: 'send() of 1000 messages per call, lz4 through lz4-napi compressFrame (kafkajs has no lz4 built in); default: 5 calls in flight; idempotent: one call at a time (maxInFlightRequests: 1)',
-    kafkaEdge: 'one send() per record, a .then per record as an application would, yields to the event loop every 1024 sends, at most ~200k records outstanding',
+    kafkajs: 'send() of 1000 messages per call (a Buffer copy of the payload per message: kafkajs keeps them until sent), lz4 through lz4-napi compressFrame (kafkajs has no lz4 built in); default: 5 calls in flight; idempotent: one call at a time (maxInFlightRequests: 1)',
+    kafkaEdge: 'one send() per record (the payload array reused, as Java), a .then per record as an application would, yields to the event loop every 1024 sends, at most ~200k records outstanding',
     cpu: 'cpu-us/record: send loop only (Java: whole JVM minus a 1-record run); whole process: everything',
     // Other engineers' brokers and tests share the 2 cores: records/s moves with their load, CPU per record far less.
     loadAverage1m: { before: round3(loadBefore), after: round3(loadavg()[0]!) },
@@ -128,11 +143,6 @@ export default async function produce(args: string[]): Promise<void> {
     `cpu/record vs java ${ratio(v('kafka-edge', 'cpu-us/record'), v('java', 'cpu-us/record'))} (<= 1.5x); ` +
     `records/s vs kafkajs ${ratio(v('kafka-edge', 'records/s'), v('kafkajs', 'records/s'))}, vs kafkajs-idempotent ${ratio(v('kafka-edge', 'records/s'), v('kafkajs-idempotent', 'records/s'))} (>= 5x)`)
   console.log(`wrote ${file}`)
-  if (process.env.BENCH_CPU_PROF === '1') {
-    const prof = await runNode('kafka-edge', RECORDS, true)
-    console.log(`profiled kafka-edge run: ${Math.round(prof.records / (prof.ms / 1000)).toLocaleString()} records/s (profiler overhead included)`)
-    console.log(topFunctions(latestProfile(), 25))
-  }
 }
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000
@@ -183,11 +193,15 @@ function collect<T>(proc: ReturnType<typeof spawn>, what: string, parse: (stdout
 
 const lastLine = (s: string) => s.trim().split('\n').pop()!
 
-/** ProducerPerformance's payload: every byte a random A-Z, a new one per record. */
+/**
+ * ProducerPerformance's payload: one array, every byte refilled with a random A-Z per record. Java
+ * serializes it inside send(); kafka-edge copies it into its batch inside send() too, so both reuse
+ * it. kafkajs keeps the records it is given until the send completes, so it gets a copy.
+ */
 function payloadSource(): () => Uint8Array {
   let x = 0x9e3779b9
+  const v = new Uint8Array(VALUE_BYTES)
   return () => {
-    const v = new Uint8Array(VALUE_BYTES)
     for (let j = 0; j < VALUE_BYTES; j++) {
       x ^= x << 13; x ^= x >>> 17; x ^= x << 5
       v[j] = 65 + ((x >>> 0) % 26)
@@ -267,7 +281,7 @@ async function childKafkajs(idempotent: boolean, bootstrap: string, topic: strin
       const count = Math.min(PER_CALL, n - sent)
       sent += count
       const messages = new Array(count)
-      for (let j = 0; j < count; j++) messages[j] = { value: Buffer.from(next().buffer) }
+      for (let j = 0; j < count; j++) messages[j] = { value: Buffer.from(next()) }
       try { await producer.send({ topic, messages, acks: -1, compression: codec }) } catch { errors += count }
     }
   }

@@ -22,6 +22,7 @@ export interface WorldOptions {
 }
 
 /** Value of record i: its index leads, so the log can be read back as send indexes. */
+const utf8 = new TextEncoder()
 export const valueOf = (i: number, pad = 0): string => `v${i}|${'x'.repeat(pad)}`
 export const indexOf = (value: string): number => {
   const m = /^(?:\u0000poison)?v(\d+)\|/.exec(value)
@@ -37,6 +38,7 @@ export class World {
   readonly producer: Producer
   readonly outcomes: Outcome[] = []
   readonly trace: string[] = []
+  private readonly scratch = new Uint8Array(64 << 10)
 
   constructor(readonly seed: number, opts: WorldOptions = {}) {
     this.random = rng(seed)
@@ -59,7 +61,13 @@ export class World {
     const value = (extra.poison ? '\u0000poison' : '') + valueOf(index, extra.pad ?? 0)
     const o: Outcome = { index, topic, value, status: 'pending' }
     this.outcomes.push(o)
-    this.producer.send({ topic, value, key: extra.key, partition: extra.partition }).then(
+    // The value goes in as a view of one scratch array that is scribbled over right after send():
+    // send() must capture the bytes (a record waiting for metadata or buffer space, a split batch).
+    const { written } = utf8.encodeInto(value, this.scratch)
+    const bytes = this.scratch.subarray(0, written)
+    const sent = this.producer.send({ topic, value: bytes, key: extra.key, partition: extra.partition })
+    bytes.fill(0x21)
+    sent.then(
       (md) => { o.status = 'acked'; o.md = md },
       (e: Error) => { o.status = 'failed'; o.error = e },
     )

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module'
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { Cluster } from '../../src/edge/client/cluster.js'
 import { BufferExhaustedException } from '../../src/edge/errors.js'
@@ -6,6 +7,23 @@ import { topicPartition } from '../../src/edge/producer/producer-batch.js'
 import { loadCore, type Core, type RecordInput } from '../../src/edge/wasm/core.js'
 import { VirtualClock } from '../sim/virtual-clock.js'
 import { rng } from '../helpers/records.js'
+import { crc32cBitwise, readBatch } from '../helpers/batch-reader.js'
+
+const require = createRequire(import.meta.url)
+const lz4 = require('lz4-napi') as { decompressFrameSync(b: Uint8Array): Buffer }
+
+/** The batch with its records section decompressed by a native lz4, so the independent reader can parse it. */
+function uncompressed(batch: Uint8Array): Uint8Array {
+  expect(crc32cBitwise(batch.subarray(21))).toBe(new DataView(batch.buffer, batch.byteOffset).getUint32(17))
+  if ((batch[22]! & 7) === 0) return batch
+  const section = lz4.decompressFrameSync(batch.subarray(61))
+  const out = new Uint8Array(61 + section.length)
+  out.set(batch.subarray(0, 61))
+  out.set(section, 61)
+  new DataView(out.buffer).setInt32(8, out.length - 12)
+  out[22] = out[22]! & ~7
+  return out
+}
 
 let core: Core
 beforeAll(async () => { core = await loadCore() })
@@ -101,6 +119,35 @@ describe('ready and drain', () => {
       expect(ms).toBeLessThanOrEqual(Math.min(1000, terms[i]! * 1.2))
     })
   })
+
+  for (const compression of ['none', 'lz4'] as const) {
+    it(`split (${compression}) reads the records back from the refused batch: the caller's reused arrays do not leak in`, () => {
+      const { clock, acc } = setup({ lingerMs: 0, batchSize: 100_000, bufferMemory: 1_000_000, compression })
+      const key = new Uint8Array(8)
+      const value = new Uint8Array(120)
+      const expected: Array<{ key: number[]; value: number[]; header: number[]; timestamp: number }> = []
+      for (let i = 0; i < 12; i++) {
+        // One key and one value array refilled per record, as a Java application reuses its serializer output.
+        key.fill(i)
+        value.fill(100 + i)
+        const hv = i % 3 === 0 ? null : new Uint8Array([i, i, i])
+        const rec: RecordInput = { key, value, headers: [{ key: `h-${i}-ü`, value: hv }], timestamp: 1_700_000_000_000 + i * 7 }
+        acc.tryAppend(topicPartition('t', 0), rec, 200, thunk)
+        expected.push({ key: [...key], value: [...value], header: hv ? [...hv] : [], timestamp: rec.timestamp })
+      }
+      key.fill(0xee)
+      value.fill(0xee)
+      const b = acc.drain(cluster, [0], clock.now()).get(0)![0]!
+      const pieces = acc.split(b)
+      expect(pieces.length).toBeGreaterThanOrEqual(2)
+      const got = pieces.flatMap((p) => {
+        p.close({ producerId: 1n, producerEpoch: 0, baseSequence: 0, transactional: false })
+        return readBatch(uncompressed(p.bytes!), { verifyCrc: false }).records
+      })
+      expect(got.map((r) => ({ key: [...r.key!], value: [...r.value!], header: [...(r.headers[0]!.value ?? [])], timestamp: r.timestamp }))).toEqual(expected)
+      expect(got.map((r) => r.headers[0]!.key)).toEqual(expected.map((_, i) => `h-${i}-ü`))
+    })
+  }
 
   it('split of a refused batch halves it at least, down to single records', () => {
     const { clock, acc } = setup({ lingerMs: 0, batchSize: 100_000, bufferMemory: 1_000_000 })

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js'
 import { BufferExhaustedException } from '../errors.js'
-import type { Core, CompressionType, RecordInput } from '../wasm/core.js'
+import { readBatchRecords, type Core, type CompressionType, type RecordInput } from '../wasm/core.js'
 import type { Cluster } from '../client/cluster.js'
 import { ProducerBatch, type RecordMetadata, type TopicPartition } from './producer-batch.js'
 import type { TransactionManager } from './transaction-manager.js'
@@ -297,8 +297,17 @@ export class RecordAccumulator {
     return Math.max(0, next)
   }
 
+  /**
+   * Whether a refused batch can be split: its records are read back from its own bytes (as Java does),
+   * which for a compressed batch takes the codec's decoder.
+   */
+  canSplit(batch: ProducerBatch): boolean {
+    return batch.bytes !== null && batch.recordCount > 1 && (this.opts.compression === 'none' || this.core.supportsDecompression(this.opts.compression))
+  }
+
   /** Splits a batch the broker refused as too large into batch.size pieces that keep its order. */
   split(batch: ProducerBatch): ProducerBatch[] {
+    const records = readBatchRecords(this.core, batch.bytes!)
     // The estimate let this batch grow too large: start over from "no compression gain" (as Java).
     this.ratios.set(batch.tp.topic, 1)
     const pieces: ProducerBatch[] = []
@@ -306,8 +315,8 @@ export class RecordAccumulator {
     // Java splits into batch.size pieces, which never ends when the broker's limit is below batch.size;
     // at most half the refused size guarantees progress down to single records.
     const limit = Math.min(this.opts.batchSize, Math.max(1, Math.floor(batch.sizeInBytes / 2)))
-    for (let i = 0; i < batch.records.length; i++) {
-      const record = batch.records[i]!
+    for (let i = 0; i < records.length; i++) {
+      const record = records[i]!
       if (!current || this.estimate(batch.tp.topic, current.open!.estimatedSizeWith(record)) > limit) {
         const open = this.core.openBatch({ compression: this.opts.compression, level: this.opts.compressionLevel })
         current = new ProducerBatch(batch.tp, open, batch.createdMs, 0)

@@ -29,8 +29,6 @@ export class ProducerBatch {
   open: OpenBatch | null
   bytes: Uint8Array | null = null
   readonly thunks: Thunk[] = []
-  /** The appended records, kept only so a MESSAGE_TOO_LARGE batch can be split. */
-  readonly records: RecordInput[] = []
   attempts = 0
   /** Some attempt ended without a definite answer (lost response, timeout, error after append): the broker may hold the records. */
   maybeWritten = false
@@ -66,8 +64,8 @@ export class ProducerBatch {
   get sizeInBytes(): number { return this.bytes ? this.bytes.length : this.open!.uncompressedBytes }
 
   append(record: RecordInput, thunk: Thunk): void {
+    // The bytes are copied into WASM memory here; nothing keeps the caller's arrays after this call.
     this.open!.append(record)
-    this.records.push(record)
     this.thunks.push(thunk)
   }
 

@@ -134,6 +134,11 @@ export class Producer {
         return reject(markDelivery(e as Error, false))
       }
       if (this.waiting.length === 0 && this.core && this.tryAppend(p)) return
+      // send() captures the bytes when it is called (the caller may reuse its arrays, as with Java's
+      // serializers), so a send that has to wait keeps copies.
+      p.key = p.key && p.key.slice()
+      p.value = p.value && p.value.slice()
+      if (p.headers) p.headers = p.headers.map((h) => ({ key: h.key, value: h.value && h.value.slice() }))
       this.waiting.push(p)
       this.pump()
     })
@@ -206,6 +211,10 @@ export class Producer {
     }
     const result = this.accumulator.tryAppend(tp, p, size, p, p.baseSize)
     if ((result & APPENDED) === 0) return false
+    // The record's bytes are in its batch now; the send stays only as the batch's callback for it.
+    p.key = null
+    p.value = null
+    p.headers = undefined
     const batchFull = (result & BATCH_FULL) !== 0
     if (sticky) this.partitioner.onAppend(topic, size, batchFull, count, this.availableFn, this.queueFn)
     if (batchFull || (result & NEW_BATCH) !== 0) this.sender.wakeup(batchFull ? 0 : c.lingerMs)

@@ -285,7 +285,7 @@ export class Sender {
     if (batch.done) return
     const code = pr.errorCode
     if (AMBIGUOUS.has(code)) batch.maybeWritten = true
-    if (code === 10 && batch.recordCount > 1) {
+    if (code === 10 && this.accumulator.canSplit(batch)) {
       this.splitAndReenqueue(batch)
       return
     }

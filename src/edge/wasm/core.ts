@@ -443,6 +443,69 @@ export function batchHeader(bytes: Uint8Array): BatchHeader {
   }
 }
 
+/**
+ * The records of a finished batch (decompressed if it needs to be), as inputs that re-encode to the
+ * same records: how a batch the broker refused as too large is split without the producer keeping
+ * every appended record around until the batch completes. Throws UnsupportedCompressionError when the
+ * core has no decoder for the batch's codec, WasmCoreError when the bytes are not a record batch.
+ */
+export function readBatchRecords(core: Core, bytes: Uint8Array): RecordInput[] {
+  const header = batchHeader(bytes)
+  const codec = header.attributes & 7
+  const section = bytes.subarray(RECORD_BATCH_HEADER_SIZE)
+  const data = codec === 0 ? section : core.decompress(codecName(codec), section)
+  const r = new RecordReader(data)
+  const out: RecordInput[] = []
+  for (let i = 0; i < header.recordCount; i++) {
+    const end = r.varint() + r.at
+    r.at++ // attributes
+    const timestamp = header.baseTimestamp + r.varint()
+    r.varint() // offset delta
+    const key = r.bytes()
+    const value = r.bytes()
+    const headerCount = r.varint()
+    const headers: RecordHeader[] = []
+    for (let h = 0; h < headerCount; h++) headers.push({ key: utf8Decoder.decode(r.bytes() ?? new Uint8Array(0)), value: r.bytes() })
+    if (r.at !== end) throw new WasmCoreError(`record ${i} of the batch is malformed`)
+    out.push(headerCount === 0 ? { key, value, timestamp } : { key, value, headers, timestamp })
+  }
+  return out
+}
+
+const utf8Decoder = new TextDecoder()
+
+class RecordReader {
+  at = 0
+  constructor(private readonly data: Uint8Array) {}
+
+  private byte(): number {
+    if (this.at >= this.data.length) throw new WasmCoreError('record batch truncated')
+    return this.data[this.at++]!
+  }
+
+  /** Zigzag varint or varlong, as a number (record fields stay well inside 2^53). */
+  varint(): number {
+    let result = 0
+    let scale = 1
+    for (let shift = 0; shift < 70; shift += 7) {
+      const b = this.byte()
+      result += (b & 0x7f) * scale
+      scale *= 128
+      if ((b & 0x80) === 0) return result % 2 === 0 ? result / 2 : -(result + 1) / 2
+    }
+    throw new WasmCoreError('record batch has a malformed varint')
+  }
+
+  /** A varint-length byte field; length -1 is null. */
+  bytes(): Uint8Array | null {
+    const n = this.varint()
+    if (n < 0) return null
+    if (this.at + n > this.data.length) throw new WasmCoreError('record batch truncated')
+    this.at += n
+    return this.data.subarray(this.at - n, this.at)
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sizes (must match assembly/batch.ts batchAppend byte for byte; the tests check it).
 
