@@ -20,6 +20,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
+import { PerformanceObserver } from 'node:perf_hooks'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
@@ -35,9 +36,10 @@ const LINGER_MS = 5
 const CLUSTER = 'bench'
 // BENCH_IMPLS=kafka-edge (comma-separated) runs only those, for quick iterations; results are not written.
 const IMPLS = process.env.BENCH_IMPLS?.split(',') ?? null
+const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
 const runs = (impl: string) => IMPLS === null || IMPLS.includes(impl)
 
-interface ChildResult { records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number }
+interface ChildResult { records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number; maxOutstanding?: number }
 
 export default async function produce(args: string[]): Promise<void> {
   if (args[0] === '--child') { await child(args.slice(1)); return }
@@ -93,7 +95,7 @@ export default async function produce(args: string[]): Promise<void> {
   const best = new Map<string, ChildResult>()
   const keep = (impl: string, r: ChildResult) => {
     const rate = r.records / (r.ms / 1000)
-    console.log(`  ${impl}: ${Math.round(rate).toLocaleString()} records/s, ${(r.cpuLoopUs / r.records).toFixed(2)} cpu-us/record (loop), ${(r.cpuTotalUs / r.records).toFixed(2)} (process), ${r.errors} errors`)
+    console.log(`  ${impl}: ${Math.round(rate).toLocaleString()} records/s, ${(r.cpuLoopUs / r.records).toFixed(2)} cpu-us/record (loop), ${(r.cpuTotalUs / r.records).toFixed(2)} (process), ${r.errors} errors${r.maxOutstanding !== undefined ? `, at most ${r.maxOutstanding.toLocaleString()} records unacknowledged` : ''}`)
     if (r.errors > 0) throw new Error(`${impl}: ${r.errors} sends failed`)
     const prev = best.get(impl)
     if (!prev || rate > prev.records / (prev.ms / 1000)) best.set(impl, r)
@@ -153,7 +155,7 @@ const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`
 function nodeChild(childJs: string, impl: string, bootstrap: string, topic: string, n: number, compression: string, profile: boolean): Promise<ChildResult> {
   const profDir = join(tmpdir(), 'kafka-edge-bench-prof')
   if (profile) mkdirSync(profDir, { recursive: true })
-  const argv = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), childJs, '--child', impl, bootstrap, topic, String(n), compression]
+  const argv = [...NODE_FLAGS, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), childJs, '--child', impl, bootstrap, topic, String(n), compression]
   return collect(spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }), impl, (out) => JSON.parse(lastLine(out)) as ChildResult)
 }
 
@@ -214,11 +216,26 @@ async function child(args: string[]): Promise<void> {
   const [impl, bootstrap, topic, nText, compression] = args as [string, string, string, string, string]
   const n = Number(nText)
   const next = payloadSource()
+  // BENCH_GC=1: the child prints its garbage collections by kind (count, ms) to stderr.
+  const gc = new Map<string, { n: number; ms: number }>()
+  if (process.env.BENCH_GC === '1') {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        const kind = String((e as { detail?: { kind?: number } }).detail?.kind ?? '?')
+        const g = gc.get(kind) ?? { n: 0, ms: 0 }
+        g.n++
+        g.ms += e.duration
+        gc.set(kind, g)
+      }
+    }).observe({ entryTypes: ['gc'] })
+  }
   let result: ChildResult
   if (impl === 'kafka-edge') result = await childEdge(bootstrap, topic, n, compression, next)
   else result = await childKafkajs(impl === 'kafkajs-idempotent', bootstrap, topic, n, compression, next)
   const total = process.cpuUsage()
   result.cpuTotalUs = total.user + total.system
+  // perf_hooks kinds: 1 scavenge (minor), 2 mark-sweep-compact (major), 4 incremental marking, 8 weak callbacks.
+  if (gc.size > 0) console.error(`  ${impl} gc: ${[...gc].map(([k, g]) => `kind ${k}: ${g.n}x ${g.ms.toFixed(0)} ms`).join(', ')}`)
   process.stdout.write(JSON.stringify(result) + '\n')
   process.exit(0)
 }
@@ -236,17 +253,20 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
   const ok = () => { acked++ }
   const fail = () => { errors++ }
   const window: Promise<unknown>[] = []
+  let maxOutstanding = 0
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   for (let i = 0; i < n; i++) {
     const sent = p.send({ topic, value: next() }).then(ok, fail)
     if ((i & 1023) === 0) {
+      if (i - acked - errors > maxOutstanding) maxOutstanding = i - acked - errors
       window.push(sent)
       // Bounded like the Java producer's buffer.memory: wait for the sends of ~200k records ago.
-      if (window.length > 200) await window.shift()
-      // One thread: the sender, its linger timers and the socket only run when the loop yields. Java's
-      // sender has its own thread; a Node service gets its records across event-loop turns anyway.
-      else await new Promise((r) => setImmediate(r))
+      if (window.length > Number(process.env.BENCH_WINDOW ?? 200)) await window.shift()
+      // One thread: the sender, its linger timers and the socket only run when the loop yields (an
+      // await of a settled promise does not). Java's sender has its own thread; a Node service gets
+      // its records across event-loop turns anyway.
+      await new Promise((r) => setImmediate(r))
     }
   }
   await p.flush()
@@ -254,7 +274,7 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
   const cpu = process.cpuUsage(cpu0)
   await p.close()
   if (acked + errors !== n) throw new Error(`kafka-edge: ${n - acked - errors} sends never settled`)
-  return { records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors }
+  return { records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors, maxOutstanding }
 }
 
 async function childKafkajs(idempotent: boolean, bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array): Promise<ChildResult> {

@@ -25,10 +25,11 @@ export const LZ4_DEFAULT_LEVEL: i32 = 9
 
 // Hash tables hold "keys" = epoch + (position - src). A key below the current call's epoch
 // (or below the current block's start) is stale, so no table is cleared between calls.
-const FAST_TABLE: usize = memory.data(4 << FAST_HASH_LOG, 16)
+const FAST_TABLE: usize = memory.data(2 << FAST_HASH_LOG, 16)
 const HC_HEAD: usize = memory.data(4 << HC_HASH_LOG, 16)
 const HC_CHAIN: usize = memory.data(2 << 16, 16) // u16 distance to the previous same-hash position
 let epoch: u32 = 1
+let fastEpoch: u32 = 1
 
 // @ts-ignore: decorator
 @inline
@@ -121,32 +122,56 @@ function emitLastLiterals(op: usize, oend: usize, anchor: usize, be: usize): usi
 }
 
 /** Fast (greedy, single hash probe, skip acceleration) LZ4 block compression of bs..be. */
-function compressBlockFast(src: usize, bs: usize, be: usize, op: usize, oend: usize, base: u32): usize {
+function compressBlockFast(bs: usize, be: usize, op: usize, oend: usize): usize {
   let anchor = bs
   if (be - bs >= MFLIMIT + 1) {
     const mflimit = be - MFLIMIT
     const matchlimit = be - LASTLITERALS
-    const minKey: u32 = base + <u32>(bs - src)
-    let ip = bs
+    if (fastEpoch + <u32>(be - bs) > 0xffff) {
+      memory.fill(FAST_TABLE, 0, 2 << FAST_HASH_LOG)
+      fastEpoch = 1
+    }
+    const base = fastEpoch
+    fastEpoch += <u32>(be - bs)
+    const vb = bs - <usize>base
+    store<u16>(FAST_TABLE + (hashFast(load<u32>(bs)) << 1), <u16>base)
+    let ip = bs + 1
     while (true) {
-      let step: usize = 1
-      let searchNb: usize = 1 << 6
       let ref: usize = 0
-      while (true) {
-        if (ip > mflimit) return emitLastLiterals(op, oend, anchor, be)
-        const seq = load<u32>(ip)
-        const slot = FAST_TABLE + (hashFast(seq) << 2)
-        const key = load<u32>(slot)
-        store<u32>(slot, base + <u32>(ip - src))
-        if (key >= minKey) {
-          const r = src + <usize>(key - base)
-          if (ip - r <= MAX_DIST && load<u32>(r) == seq) {
-            ref = r
-            break
-          }
+      let found = false
+      // The first 64 probes after a match are at consecutive positions: two per 8-byte load.
+      const pairsEnd = min(ip + 64, mflimit)
+      while (ip < pairsEnd) {
+        const seq2 = load<u64>(ip)
+        const seq = <u32>seq2
+        const slot = FAST_TABLE + (hashFast(seq) << 1)
+        const key = <u32>load<u16>(slot)
+        store<u16>(slot, <u16>(ip - vb))
+        ref = vb + <usize>max(key, base)
+        if (found = load<u32>(ref) == seq) break
+        const seq1 = <u32>(seq2 >> 8)
+        const slot1 = FAST_TABLE + (hashFast(seq1) << 1)
+        const key1 = <u32>load<u16>(slot1)
+        store<u16>(slot1, <u16>(ip + 1 - vb))
+        ref = vb + <usize>max(key1, base)
+        ip++
+        if (found = load<u32>(ref) == seq1) break
+        ip++
+      }
+      if (!found) {
+        let searchNb: usize = 2 << 6
+        while (true) {
+          if (ip > mflimit) return emitLastLiterals(op, oend, anchor, be)
+          const seq = load<u32>(ip)
+          const slot = FAST_TABLE + (hashFast(seq) << 1)
+          const key = <u32>load<u16>(slot)
+          store<u16>(slot, <u16>(ip - vb))
+          // Keys of earlier blocks (or calls) are below base: such a slot falls back to bs, a
+          // position of this block, so the probe needs a single, rarely taken branch.
+          ref = vb + <usize>max(key, base)
+          if (load<u32>(ref) == seq) break
+          ip += searchNb++ >> 6
         }
-        ip += step
-        step = searchNb++ >> 6
       }
       while (ip > anchor && ref > bs && load<u8>(ip - 1) == load<u8>(ref - 1)) {
         ip--
@@ -159,7 +184,7 @@ function compressBlockFast(src: usize, bs: usize, be: usize, op: usize, oend: us
       anchor = ip
       if (ip > mflimit) break
       const p2 = ip - 2
-      store<u32>(FAST_TABLE + (hashFast(load<u32>(p2)) << 2), base + <u32>(p2 - src))
+      store<u16>(FAST_TABLE + (hashFast(load<u32>(p2)) << 1), <u16>(p2 - vb))
     }
   }
   return emitLastLiterals(op, oend, anchor, be)
@@ -277,7 +302,6 @@ export function lz4CompressInto(level: i32, src: usize, srcLen: i32, dst: usize,
   const oend = dst + <usize>dstCap
 
   if (<u64>epoch + <u64>srcLen + 2 >= 0xf000_0000) {
-    memory.fill(FAST_TABLE, 0, 4 << FAST_HASH_LOG)
     memory.fill(HC_HEAD, 0, 4 << HC_HASH_LOG)
     epoch = 1
   }
@@ -294,7 +318,7 @@ export function lz4CompressInto(level: i32, src: usize, srcLen: i32, dst: usize,
     const lim = min<usize>(oend, op + 4 + blen - 1)
     const r = hc
       ? compressBlockHC(src, bs, be, op + 4, lim, base, attempts)
-      : compressBlockFast(src, bs, be, op + 4, lim, base)
+      : compressBlockFast(bs, be, op + 4, lim)
     if (r == 0) {
       if (op + 4 + blen > oend) return E_DST_TOO_SMALL
       store<u32>(op, <u32>blen | 0x80000000)

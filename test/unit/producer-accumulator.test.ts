@@ -31,7 +31,8 @@ beforeAll(async () => { core = await loadCore() })
 // Every partition led by node 0 (partition 3 by node 1).
 const cluster = { leaderFor: (_t: string, p: number) => (p === 3 ? 1 : 0), topics: new Map() } as unknown as Cluster
 const record = (n: number): RecordInput => ({ key: null, value: new Uint8Array(n), timestamp: 1_700_000_000_000 })
-const thunk = { resolve: () => {}, reject: () => {}, timestamp: 0 }
+const ok = () => {}
+const no = () => {}
 
 function setup(opts: Partial<AccumulatorOptions> = {}) {
   const clock = new VirtualClock()
@@ -47,7 +48,7 @@ describe('buffer.memory and max.block.ms', () => {
   it('stops opening batches when the budget is spent, and never grows past it', () => {
     const { acc, pool } = setup({ bufferMemory: 3000, batchSize: 1000 })
     let opened = 0
-    for (let p = 0; p < 10; p++) if (acc.tryAppend(topicPartition('t', p), record(10), 80, thunk)) opened++
+    for (let p = 0; p < 10; p++) if (acc.tryAppend(topicPartition('t', p), record(10), 80, ok, no)) opened++
     expect(opened).toBe(3)
     expect(pool.available).toBe(0)
   })
@@ -80,31 +81,31 @@ describe('buffer.memory and max.block.ms', () => {
 describe('ready and drain', () => {
   it('a partial batch is ready only after linger.ms; a full one at once', () => {
     const { clock, acc } = setup({ lingerMs: 5, batchSize: 1000 })
-    acc.tryAppend(topicPartition('t', 0), record(10), 80, thunk)
+    acc.tryAppend(topicPartition('t', 0), record(10), 80, ok, no)
     let r = acc.ready(cluster, clock.now())
     expect(r.readyNodes.size).toBe(0)
     expect(r.nextReadyCheckDelayMs).toBe(5)
     r = acc.ready(cluster, clock.now() + 5)
     expect([...r.readyNodes]).toEqual([0])
-    acc.tryAppend(topicPartition('t', 3), record(1200), 1300, thunk)
+    acc.tryAppend(topicPartition('t', 3), record(1200), 1300, ok, no)
     expect([...acc.ready(cluster, clock.now()).readyNodes]).toEqual([1])
   })
 
   it('drain takes one batch per partition of a ready node and respects max.request.size', () => {
     const { clock, acc } = setup({ lingerMs: 0, batchSize: 500, maxRequestSize: 1500 })
-    for (let p = 0; p < 3; p++) for (let i = 0; i < 2; i++) acc.tryAppend(topicPartition('t', p), record(400), 480, thunk)
+    for (let p = 0; p < 3; p++) for (let i = 0; i < 2; i++) acc.tryAppend(topicPartition('t', p), record(400), 480, ok, no)
     const drained = acc.drain(cluster, [0], clock.now()).get(0)!
     // Three partitions each have a ~470-byte head batch; max.request.size fits three of them, one per partition.
     expect(drained.map((b) => b.tp.partition).sort()).toEqual([0, 1, 2])
     expect(drained.reduce((n, b) => n + b.sizeInBytes, 0)).toBeLessThanOrEqual(1500)
     const { acc: small } = setup({ lingerMs: 0, batchSize: 500, maxRequestSize: 1000 })
-    for (let p = 0; p < 3; p++) small.tryAppend(topicPartition('t', p), record(400), 480, thunk)
+    for (let p = 0; p < 3; p++) small.tryAppend(topicPartition('t', p), record(400), 480, ok, no)
     expect(small.drain(cluster, [0], clock.now()).get(0)!.length).toBe(2)
   })
 
   it('retry backoff grows exponentially with +-20% jitter, capped at retry.backoff.max.ms', () => {
     const { clock, acc } = setup({ lingerMs: 0, retryBackoffMs: 100, retryBackoffMaxMs: 1000 })
-    acc.tryAppend(topicPartition('t', 0), record(10), 80, thunk)
+    acc.tryAppend(topicPartition('t', 0), record(10), 80, ok, no)
     const b = acc.drain(cluster, [0], clock.now()).get(0)![0]!
     const seen: number[] = []
     for (let attempt = 1; attempt <= 6; attempt++) {
@@ -132,7 +133,7 @@ describe('ready and drain', () => {
         value.fill(100 + i)
         const hv = i % 3 === 0 ? null : new Uint8Array([i, i, i])
         const rec: RecordInput = { key, value, headers: [{ key: `h-${i}-ü`, value: hv }], timestamp: 1_700_000_000_000 + i * 7 }
-        acc.tryAppend(topicPartition('t', 0), rec, 200, thunk)
+        acc.tryAppend(topicPartition('t', 0), rec, 200, ok, no)
         expected.push({ key: [...key], value: [...value], header: hv ? [...hv] : [], timestamp: rec.timestamp })
       }
       key.fill(0xee)
@@ -151,7 +152,7 @@ describe('ready and drain', () => {
 
   it('split of a refused batch halves it at least, down to single records', () => {
     const { clock, acc } = setup({ lingerMs: 0, batchSize: 100_000, bufferMemory: 1_000_000 })
-    for (let i = 0; i < 8; i++) acc.tryAppend(topicPartition('t', 0), record(100), 180, thunk)
+    for (let i = 0; i < 8; i++) acc.tryAppend(topicPartition('t', 0), record(100), 180, ok, no)
     const b = acc.drain(cluster, [0], clock.now()).get(0)![0]!
     const pieces = acc.split(b)
     expect(pieces.length).toBeGreaterThanOrEqual(2)

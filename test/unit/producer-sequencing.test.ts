@@ -9,7 +9,7 @@ beforeAll(async () => { core = await loadCore() })
 const tp = topicPartition('t', 0)
 function batch(records = 1): ProducerBatch {
   const b = new ProducerBatch(tp, core.openBatch({ compression: 'none' }), 0, 0)
-  for (let i = 0; i < records; i++) b.append({ key: null, value: new Uint8Array(1), timestamp: 0 }, { resolve: () => {}, reject: () => {}, timestamp: 0 })
+  for (let i = 0; i < records; i++) b.append({ key: null, value: new Uint8Array(1), timestamp: 0 }, () => {}, () => {})
   return b
 }
 function manager(): TransactionManager {

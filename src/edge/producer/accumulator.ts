@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js'
 import { BufferExhaustedException } from '../errors.js'
 import { readBatchRecords, type Core, type CompressionType, type RecordInput } from '../wasm/core.js'
 import type { Cluster } from '../client/cluster.js'
-import { ProducerBatch, type RecordMetadata, type TopicPartition } from './producer-batch.js'
+import { ProducerBatch, type Reject, type Resolve, type TopicPartition } from './producer-batch.js'
 import type { TransactionManager } from './transaction-manager.js'
 
 /** RecordAccumulator.tryAppend result bits (0: no buffer space, wait and call again). */
@@ -128,14 +128,14 @@ export class RecordAccumulator {
    * APPENDED, plus NEW_BATCH and/or BATCH_FULL (a number, not an object: this runs once per record).
    * `baseSize` is the record's recordBaseSize() when the caller already has it.
    */
-  tryAppend(tp: TopicPartition, record: RecordInput, recordBytes: number, thunk: { resolve(md: RecordMetadata): void; reject(e: Error): void; timestamp: number }, baseSize?: number): number {
+  tryAppend(tp: TopicPartition, record: RecordInput, recordBytes: number, resolve: Resolve, reject: Reject, baseSize?: number): number {
     const d = this.deque(tp)
     const last = d[d.length - 1]
     const batchSize = this.opts.batchSize
     if (last && last.open && last.recordCount > 0) {
       const ratio = this.ratio(tp.topic)
       if (this.scale(ratio, last.open.estimatedSizeWith(record, baseSize)) <= batchSize) {
-        last.append(record, thunk)
+        last.append(record, resolve, reject)
         return this.scale(ratio, last.open.uncompressedBytes) >= batchSize || d.length > 1 ? APPENDED | BATCH_FULL : APPENDED
       }
     }
@@ -143,7 +143,7 @@ export class RecordAccumulator {
     if (!this.pool.tryReserve(reserve)) return 0
     const open = this.core.openBatch({ compression: this.opts.compression, level: this.opts.compressionLevel, initialCapacity: Math.min(reserve + 64, this.opts.maxRequestSize + 64) })
     const batch = new ProducerBatch(tp, open, this.opts.clock.now(), reserve)
-    batch.append(record, thunk)
+    batch.append(record, resolve, reject)
     d.push(batch)
     this.incomplete.add(batch)
     return d.length > 1 || this.estimatedBytes(batch) >= batchSize ? APPENDED | NEW_BATCH | BATCH_FULL : APPENDED | NEW_BATCH
@@ -322,7 +322,7 @@ export class RecordAccumulator {
         current = new ProducerBatch(batch.tp, open, batch.createdMs, 0)
         pieces.push(current)
       }
-      current.append(record, batch.thunks[i]!)
+      current.append(record, batch.resolves[i]!, batch.rejects[i]!)
     }
     return pieces
   }

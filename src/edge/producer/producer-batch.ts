@@ -12,7 +12,8 @@ export interface RecordMetadata {
   timestamp: number
 }
 
-interface Thunk { resolve(md: RecordMetadata): void; reject(e: Error): void; timestamp: number }
+export type Resolve = (md: RecordMetadata) => void
+export type Reject = (e: Error) => void
 
 const NO_SEQUENCE = -1
 const INT_MAX = 2147483647
@@ -28,7 +29,13 @@ export const incrementSequence = (seq: number, by: number): number => (seq > INT
 export class ProducerBatch {
   open: OpenBatch | null
   bytes: Uint8Array | null = null
-  readonly thunks: Thunk[] = []
+  /**
+   * Each record's promise callbacks and timestamp, in append order: three flat arrays rather than an
+   * object per record, because they live until the ack and every live object is GC work.
+   */
+  readonly resolves: Resolve[] = []
+  readonly rejects: Reject[] = []
+  private readonly timestamps: number[] = []
   attempts = 0
   /** Some attempt ended without a definite answer (lost response, timeout, error after append): the broker may hold the records. */
   maybeWritten = false
@@ -57,16 +64,18 @@ export class ProducerBatch {
     this.reservedBytes = reservedBytes
   }
 
-  get recordCount(): number { return this.thunks.length }
+  get recordCount(): number { return this.resolves.length }
   get hasSequence(): boolean { return this.baseSequence !== NO_SEQUENCE }
   get inRetry(): boolean { return this.attempts > 0 }
   get lastSequence(): number { return incrementSequence(this.baseSequence, this.recordCount - 1) }
   get sizeInBytes(): number { return this.bytes ? this.bytes.length : this.open!.uncompressedBytes }
 
-  append(record: RecordInput, thunk: Thunk): void {
+  append(record: RecordInput, resolve: Resolve, reject: Reject): void {
     // The bytes are copied into WASM memory here; nothing keeps the caller's arrays after this call.
     this.open!.append(record)
-    this.thunks.push(thunk)
+    this.resolves.push(resolve)
+    this.rejects.push(reject)
+    this.timestamps.push(record.timestamp)
   }
 
   /** Closes the batch under the given producer state (at drain). */
@@ -97,13 +106,13 @@ export class ProducerBatch {
     const appendTime = logAppendTimeMs >= 0n ? Number(logAppendTimeMs) : -1
     const topic = this.tp.topic
     const partition = this.tp.partition
-    const thunks = this.thunks
+    const resolves = this.resolves
+    const timestamps = this.timestamps
     // One BigInt add per record (not BigInt(i) plus an add).
     const known = baseOffset >= 0n
     let offset = known ? baseOffset : -1n
-    for (let i = 0; i < thunks.length; i++) {
-      const t = thunks[i]!
-      t.resolve({ topic, partition, offset, timestamp: appendTime >= 0 ? appendTime : t.timestamp })
+    for (let i = 0; i < resolves.length; i++) {
+      resolves[i]!({ topic, partition, offset, timestamp: appendTime >= 0 ? appendTime : timestamps[i]! })
       if (known) offset += 1n
     }
   }
@@ -113,7 +122,7 @@ export class ProducerBatch {
     if (this.done) return
     this.done = true
     this.discardOpen()
-    for (let i = 0; i < this.thunks.length; i++) this.thunks[i]!.reject(perRecord?.get(i) ?? error)
+    for (let i = 0; i < this.rejects.length; i++) this.rejects[i]!(perRecord?.get(i) ?? error)
   }
 
   /** Replaced by split pieces: the records' promises now belong to the pieces. */

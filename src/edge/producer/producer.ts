@@ -5,7 +5,7 @@ import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from '
 import { parseConfig, type ProducerConfig, type ProducerSettings } from './config.js'
 import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
-import { topicPartition, type RecordMetadata, type TopicPartition } from './producer-batch.js'
+import { topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
 import { TransactionManager } from './transaction-manager.js'
 import { IllegalStateException, TransactionCoordinatorClient, type GroupMetadata, type OffsetsToCommit } from './transactions.js'
@@ -34,10 +34,16 @@ const toBytes = (v: Bytes | undefined, what: string): Uint8Array | null => {
 const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/
 
 /**
- * A send() on its way into the accumulator. It is the record (RecordInput) and the batch's completion
- * callback for it at once: one object per record. `baseSize` is its recordBaseSize(), computed once.
+ * A send() on its way into the accumulator: the record (RecordInput) with its topic, partition and
+ * promise callbacks. `baseSize` is its recordBaseSize(), computed once.
  */
-interface PendingSend extends RecordInput { topic: string; partition: number | undefined; resolve(md: RecordMetadata): void; reject(e: Error): void; startedMs: number; baseSize: number }
+interface PendingSend extends RecordInput { topic: string; partition: number | undefined; resolve: Resolve; reject: Reject; startedMs: number; baseSize: number }
+
+const noop = (): void => {}
+/** The callbacks of the promise send() just made: one shared executor instead of a closure per send. */
+let capturedResolve: Resolve = noop
+let capturedReject: Reject = noop
+const capture = (resolve: Resolve, reject: Reject): void => { capturedResolve = resolve; capturedReject = reject }
 
 /**
  * The public producer. send() appends to the accumulator synchronously when it can (metadata known,
@@ -123,28 +129,41 @@ export class Producer {
   send(record: ProducerRecord): Promise<RecordMetadata> {
     // A transactional producer sends only inside a transaction; like Java, this throws right away.
     if (this.transactions && !this.closed) this.transactions.failIfNotReadyForSend()
-    return new Promise<RecordMetadata>((resolve, reject) => {
-      if (this.closed) return reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
-      if (this.txn?.state === 'FATAL_ERROR') return reject(markDelivery(this.txn.fatalError!, false))
-      const now = this.config.clock.now()
-      let p: PendingSend
-      try {
-        p = this.toPending(record, now, resolve, reject)
-      } catch (e) {
-        return reject(markDelivery(e as Error, false))
-      }
-      if (this.waiting.length === 0 && this.core && this.tryAppend(p)) return
-      // send() captures the bytes when it is called (the caller may reuse its arrays, as with Java's
-      // serializers), so a send that has to wait keeps copies.
-      p.key = p.key && p.key.slice()
-      p.value = p.value && p.value.slice()
-      if (p.headers) p.headers = p.headers.map((h) => ({ key: h.key, value: h.value && h.value.slice() }))
-      this.waiting.push(p)
-      this.pump()
-    })
+    const promise = new Promise<RecordMetadata>(capture)
+    const resolve = capturedResolve
+    const reject = capturedReject
+    if (this.closed) reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
+    else if (this.txn?.state === 'FATAL_ERROR') reject(markDelivery(this.txn.fatalError!, false))
+    else this.enqueue(record, resolve, reject)
+    return promise
   }
 
-  private toPending(r: ProducerRecord, now: number, resolve: (md: RecordMetadata) => void, reject: (e: Error) => void): PendingSend {
+  private enqueue(record: ProducerRecord, resolve: Resolve, reject: Reject): void {
+    // Most sends append at once and need no object of their own: they go through one reused scratch.
+    const p = this.scratch
+    try {
+      this.fill(p, record, this.config.clock.now(), resolve, reject)
+    } catch (e) {
+      reject(markDelivery(e as Error, false))
+      return
+    }
+    if (this.waiting.length === 0 && this.core && this.tryAppend(p)) return
+    // send() captures the bytes when it is called (the caller may reuse its arrays, as with Java's
+    // serializers), so a send that has to wait keeps copies.
+    this.waiting.push({
+      key: p.key && p.key.slice(), value: p.value && p.value.slice(),
+      headers: p.headers && p.headers.map((h) => ({ key: h.key, value: h.value && h.value.slice() })),
+      timestamp: p.timestamp, topic: p.topic, partition: p.partition, resolve, reject, startedMs: p.startedMs, baseSize: p.baseSize,
+    })
+    p.key = p.value = null
+    p.headers = undefined
+    this.pump()
+  }
+
+  private readonly scratch: PendingSend = { key: null, value: null, headers: undefined, timestamp: 0, topic: '', partition: undefined, resolve: noop, reject: noop, startedMs: 0, baseSize: 0 }
+
+  /** Validates a record into `p` (throws ConfigException on bad input). */
+  private fill(p: PendingSend, r: ProducerRecord, now: number, resolve: Resolve, reject: Reject): void {
     if (!r || typeof r !== 'object') throw new ConfigException('send() takes a record object { topic, value, key?, headers?, partition?, timestamp? }')
     if (typeof r.topic !== 'string' || (!this.validTopics.has(r.topic) && !this.validateTopic(r.topic))) throw new ConfigException(`invalid topic name ${JSON.stringify(r.topic)}: use 1-249 characters of [a-zA-Z0-9._-]`)
     if (r.partition !== undefined && (!Number.isInteger(r.partition) || r.partition < 0)) throw new ConfigException(`partition must be a non-negative integer, got ${r.partition}`)
@@ -159,12 +178,16 @@ export class Producer {
         return { key: h.key, value: toBytes(h.value, `header ${h.key}`) }
       })
     }
-    const p: PendingSend = {
-      key: toBytes(r.key, 'key'), value: toBytes(r.value, 'value'), headers, timestamp,
-      topic: r.topic, partition: r.partition, resolve, reject, startedMs: now, baseSize: 0,
-    }
+    p.key = toBytes(r.key, 'key')
+    p.value = toBytes(r.value, 'value')
+    p.headers = headers
+    p.timestamp = timestamp
+    p.topic = r.topic
+    p.partition = r.partition
+    p.resolve = resolve
+    p.reject = reject
+    p.startedMs = now
     p.baseSize = recordBaseSize(p)
-    return p
   }
 
   private validateTopic(topic: string): boolean {
@@ -209,11 +232,10 @@ export class Producer {
       p.reject(markDelivery(txnError, false))
       return true
     }
-    const result = this.accumulator.tryAppend(tp, p, size, p, p.baseSize)
+    const result = this.accumulator.tryAppend(tp, p, size, p.resolve, p.reject, p.baseSize)
     if ((result & APPENDED) === 0) return false
-    // The record's bytes are in its batch now; the send stays only as the batch's callback for it.
-    p.key = null
-    p.value = null
+    // The record's bytes are in its batch now: let go of the caller's arrays.
+    p.key = p.value = null
     p.headers = undefined
     const batchFull = (result & BATCH_FULL) !== 0
     if (sticky) this.partitioner.onAppend(topic, size, batchFull, count, this.availableFn, this.queueFn)

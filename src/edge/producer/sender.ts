@@ -38,6 +38,8 @@ const FATAL = new Set([31, 35, 49, 53, 90])
 export class Sender {
   private timer: unknown = null
   private timerAt = Infinity
+  private timerImmediate = false
+  private readonly onTimer = (): void => { this.timer = null; this.timerAt = Infinity; this.timerImmediate = false; this.run() }
   private running = false
   private rerun = false
   private readonly inFlightPerNode = new Map<number, number>()
@@ -70,13 +72,17 @@ export class Sender {
 
   /** Runs the loop soon (coalesced); `delayMs` schedules a later run unless an earlier one is due. */
   wakeup(delayMs = 0): void {
+    // An append to a partition with a full batch wakes the sender on every record: a run already due
+    // now covers it, without even reading the clock.
+    if (this.timer !== null && this.timerImmediate) return
     if (this.closed && delayMs > 0) return
     const clock = this.config.clock
     const at = clock.now() + delayMs
     if (this.timer !== null && this.timerAt <= at) return
     if (this.timer !== null) clock.clearTimeout(this.timer)
     this.timerAt = at
-    this.timer = clock.setTimeout(() => { this.timer = null; this.timerAt = Infinity; this.run() }, delayMs)
+    this.timerImmediate = delayMs <= 0
+    this.timer = clock.setTimeout(this.onTimer, delayMs)
   }
 
   run(): void {
