@@ -121,6 +121,20 @@ function emitLastLiterals(op: usize, oend: usize, anchor: usize, be: usize): usi
   return op + litLen
 }
 
+/**
+ * Looks up and replaces the fast table's entry for position p (whose first 4 bytes are seq);
+ * returns the candidate match source. Keys are p - vb; keys of earlier blocks (or calls) are
+ * below base and fall back to vb + base, the block start, so a probe needs no extra branch.
+ */
+// @ts-ignore: decorator
+@inline
+function fastProbe(p: usize, seq: u32, vb: usize, base: u32): usize {
+  const slot = FAST_TABLE + (hashFast(seq) << 1)
+  const key = <u32>load<u16>(slot)
+  store<u16>(slot, <u16>(p - vb))
+  return vb + <usize>max(key, base)
+}
+
 /** Fast (greedy, single hash probe, skip acceleration) LZ4 block compression of bs..be. */
 function compressBlockFast(bs: usize, be: usize, op: usize, oend: usize): usize {
   let anchor = bs
@@ -134,44 +148,39 @@ function compressBlockFast(bs: usize, be: usize, op: usize, oend: usize): usize 
     const base = fastEpoch
     fastEpoch += <u32>(be - bs)
     const vb = bs - <usize>base
-    store<u16>(FAST_TABLE + (hashFast(load<u32>(bs)) << 1), <u16>base)
+    fastProbe(bs, load<u32>(bs), vb, base)
     let ip = bs + 1
     while (true) {
-      let ref: usize = 0
-      let found = false
-      // The first 64 probes after a match are at consecutive positions: two per 8-byte load.
-      const pairsEnd = min(ip + 64, mflimit)
-      while (ip < pairsEnd) {
-        const seq2 = load<u64>(ip)
-        const seq = <u32>seq2
-        const slot = FAST_TABLE + (hashFast(seq) << 1)
-        const key = <u32>load<u16>(slot)
-        store<u16>(slot, <u16>(ip - vb))
-        ref = vb + <usize>max(key, base)
-        if (found = load<u32>(ref) == seq) break
-        const seq1 = <u32>(seq2 >> 8)
-        const slot1 = FAST_TABLE + (hashFast(seq1) << 1)
-        const key1 = <u32>load<u16>(slot1)
-        store<u16>(slot1, <u16>(ip + 1 - vb))
-        ref = vb + <usize>max(key1, base)
-        ip++
-        if (found = load<u32>(ref) == seq1) break
-        ip++
-      }
-      if (!found) {
-        let searchNb: usize = 2 << 6
-        while (true) {
-          if (ip > mflimit) return emitLastLiterals(op, oend, anchor, be)
-          const seq = load<u32>(ip)
-          const slot = FAST_TABLE + (hashFast(seq) << 1)
-          const key = <u32>load<u16>(slot)
-          store<u16>(slot, <u16>(ip - vb))
-          // Keys of earlier blocks (or calls) are below base: such a slot falls back to bs, a
-          // position of this block, so the probe needs a single, rarely taken branch.
-          ref = vb + <usize>max(key, base)
-          if (load<u32>(ref) == seq) break
-          ip += searchNb++ >> 6
+      let ref: usize
+      // Skip acceleration starts after 64 probes at consecutive positions: those go four per
+      // 8-byte load.
+      const start = ip
+      const quadsEnd = min(ip + 64, mflimit - 3)
+      while (true) {
+        if (<isize>ip >= <isize>quadsEnd) {
+          let searchNb: usize = (1 << 6) + ip - start
+          while (true) {
+            if (ip > mflimit) return emitLastLiterals(op, oend, anchor, be)
+            const seq = load<u32>(ip)
+            ref = fastProbe(ip, seq, vb, base)
+            if (load<u32>(ref) == seq) break
+            ip += searchNb++ >> 6
+          }
+          break
         }
+        const seq8 = load<u64>(ip)
+        ref = fastProbe(ip, <u32>seq8, vb, base)
+        if (load<u32>(ref) == <u32>seq8) break
+        ip++
+        ref = fastProbe(ip, <u32>(seq8 >> 8), vb, base)
+        if (load<u32>(ref) == <u32>(seq8 >> 8)) break
+        ip++
+        ref = fastProbe(ip, <u32>(seq8 >> 16), vb, base)
+        if (load<u32>(ref) == <u32>(seq8 >> 16)) break
+        ip++
+        ref = fastProbe(ip, <u32>(seq8 >> 24), vb, base)
+        if (load<u32>(ref) == <u32>(seq8 >> 24)) break
+        ip++
       }
       while (ip > anchor && ref > bs && load<u8>(ip - 1) == load<u8>(ref - 1)) {
         ip--
@@ -183,8 +192,7 @@ function compressBlockFast(bs: usize, be: usize, op: usize, oend: usize): usize 
       ip += ml
       anchor = ip
       if (ip > mflimit) break
-      const p2 = ip - 2
-      store<u16>(FAST_TABLE + (hashFast(load<u32>(p2)) << 1), <u16>(p2 - vb))
+      fastProbe(ip - 2, load<u32>(ip - 2), vb, base)
     }
   }
   return emitLastLiterals(op, oend, anchor, be)

@@ -102,6 +102,8 @@ export class RecordAccumulator {
   private readonly drainIndex = new Map<number, number>()
   flushesInProgress = 0
   closed = false
+  /** Records in the batch drained last: the size hint for a new batch of a partition without one. */
+  private lastBatchRecords = 0
   /** Per topic, the learned compressed/uncompressed ratio (Java's CompressionRatioEstimator). */
   private readonly ratios = new Map<string, number>()
 
@@ -142,7 +144,7 @@ export class RecordAccumulator {
     const reserve = Math.max(batchSize, recordBytes)
     if (!this.pool.tryReserve(reserve)) return 0
     const open = this.core.openBatch({ compression: this.opts.compression, level: this.opts.compressionLevel, initialCapacity: Math.min(reserve + 64, this.opts.maxRequestSize + 64) })
-    const batch = new ProducerBatch(tp, open, this.opts.clock.now(), reserve)
+    const batch = new ProducerBatch(tp, open, this.opts.clock.now(), reserve, last ? last.recordCount : this.lastBatchRecords)
     batch.append(record, resolve, reject)
     d.push(batch)
     this.incomplete.add(batch)
@@ -272,6 +274,7 @@ export class RecordAccumulator {
           this.observeRatio(first)
         }
         first.drainedMs = now
+        this.lastBatchRecords = first.recordCount
         first.leaderEpochAtSend = cluster.topics.get(first.tp.topic)?.partitions[first.tp.partition]?.leaderEpoch ?? -1
         size += first.sizeInBytes
         ready.push(first)

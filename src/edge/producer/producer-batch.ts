@@ -33,9 +33,10 @@ export class ProducerBatch {
    * Each record's promise callbacks and timestamp, in append order: three flat arrays rather than an
    * object per record, because they live until the ack and every live object is GC work.
    */
-  readonly resolves: Resolve[] = []
-  readonly rejects: Reject[] = []
-  private readonly timestamps: number[] = []
+  readonly resolves: Resolve[]
+  readonly rejects: Reject[]
+  private readonly timestamps: number[]
+  private count = 0
   attempts = 0
   /** Some attempt ended without a definite answer (lost response, timeout, error after append): the broker may hold the records. */
   maybeWritten = false
@@ -58,13 +59,17 @@ export class ProducerBatch {
   /** Buffer bytes reserved for this batch, returned when it completes. */
   reservedBytes: number
 
-  constructor(readonly tp: TopicPartition, open: OpenBatch, readonly createdMs: number, reservedBytes: number) {
+  /** `expectedRecords` presizes the arrays (growing by push copies them several times over). */
+  constructor(readonly tp: TopicPartition, open: OpenBatch, readonly createdMs: number, reservedBytes: number, expectedRecords = 0) {
+    this.resolves = new Array(expectedRecords)
+    this.rejects = new Array(expectedRecords)
+    this.timestamps = new Array(expectedRecords)
     this.open = open
     this.lastAttemptMs = createdMs
     this.reservedBytes = reservedBytes
   }
 
-  get recordCount(): number { return this.resolves.length }
+  get recordCount(): number { return this.count }
   get hasSequence(): boolean { return this.baseSequence !== NO_SEQUENCE }
   get inRetry(): boolean { return this.attempts > 0 }
   get lastSequence(): number { return incrementSequence(this.baseSequence, this.recordCount - 1) }
@@ -73,9 +78,10 @@ export class ProducerBatch {
   append(record: RecordInput, resolve: Resolve, reject: Reject): void {
     // The bytes are copied into WASM memory here; nothing keeps the caller's arrays after this call.
     this.open!.append(record)
-    this.resolves.push(resolve)
-    this.rejects.push(reject)
-    this.timestamps.push(record.timestamp)
+    const i = this.count++
+    this.resolves[i] = resolve
+    this.rejects[i] = reject
+    this.timestamps[i] = record.timestamp
   }
 
   /** Closes the batch under the given producer state (at drain). */
@@ -111,7 +117,7 @@ export class ProducerBatch {
     // One BigInt add per record (not BigInt(i) plus an add).
     const known = baseOffset >= 0n
     let offset = known ? baseOffset : -1n
-    for (let i = 0; i < resolves.length; i++) {
+    for (let i = 0; i < this.count; i++) {
       resolves[i]!({ topic, partition, offset, timestamp: appendTime >= 0 ? appendTime : timestamps[i]! })
       if (known) offset += 1n
     }
@@ -122,7 +128,7 @@ export class ProducerBatch {
     if (this.done) return
     this.done = true
     this.discardOpen()
-    for (let i = 0; i < this.rejects.length; i++) this.rejects[i]!(perRecord?.get(i) ?? error)
+    for (let i = 0; i < this.count; i++) this.rejects[i]!(perRecord?.get(i) ?? error)
   }
 
   /** Replaced by split pieces: the records' promises now belong to the pieces. */
