@@ -23,8 +23,11 @@ const FAST_HASH_LOG: u32 = 14
 const HC_HASH_LOG: u32 = 15
 export const LZ4_DEFAULT_LEVEL: i32 = 9
 
-// Hash tables hold "keys" = epoch + (position - src). A key below the current call's epoch
-// (or below the current block's start) is stale, so no table is cleared between calls.
+// Hash tables hold "keys" = epoch + position offset, so no table is cleared between calls: a key
+// below the current epoch is stale. The HC tables count from src with a u32 epoch per call
+// (keys below the current block's start are stale too). The fast table counts from each
+// block's start with a u16 epoch per block (half the cache footprint of u32 keys), cleared
+// when the u16 range runs out, i.e. once per 64 KiB of input.
 const FAST_TABLE: usize = memory.data(2 << FAST_HASH_LOG, 16)
 const HC_HEAD: usize = memory.data(4 << HC_HASH_LOG, 16)
 const HC_CHAIN: usize = memory.data(2 << 16, 16) // u16 distance to the previous same-hash position
@@ -122,9 +125,10 @@ function emitLastLiterals(op: usize, oend: usize, anchor: usize, be: usize): usi
 }
 
 /**
- * Looks up and replaces the fast table's entry for position p (whose first 4 bytes are seq);
- * returns the candidate match source. Keys are p - vb; keys of earlier blocks (or calls) are
- * below base and fall back to vb + base, the block start, so a probe needs no extra branch.
+ * Looks up and replaces the fast table's entry for position p (whose first 4 bytes are seq) and
+ * returns the candidate match source. A stale key falls back to vb + base, the block start (a
+ * real, harmless candidate), so that a probe takes a single, rarely taken branch: a branch on
+ * staleness mispredicts about half the time while the table fills up.
  */
 // @ts-ignore: decorator
 @inline
@@ -147,17 +151,19 @@ function compressBlockFast(bs: usize, be: usize, op: usize, oend: usize): usize 
     }
     const base = fastEpoch
     fastEpoch += <u32>(be - bs)
+    // key = position - vb; earlier blocks' and calls' keys are below base
     const vb = bs - <usize>base
-    fastProbe(bs, load<u32>(bs), vb, base)
+    store<u16>(FAST_TABLE + (hashFast(load<u32>(bs)) << 1), <u16>base)
+    // every candidate lies in bs..ip - 1 (a fallback to bs included), so bs itself is not probed
     let ip = bs + 1
     while (true) {
       let ref: usize
-      // Skip acceleration starts after 64 probes at consecutive positions: those go four per
-      // 8-byte load.
+      // The first 64 probes after a match (before skip acceleration) are at consecutive
+      // positions: four per 8-byte load. On batches of short records these are most probes.
       const start = ip
-      const quadsEnd = min(ip + 64, mflimit - 3)
+      const quadsEnd = ip + min<usize>(64, (mflimit + 1 - ip) & ~3)
       while (true) {
-        if (<isize>ip >= <isize>quadsEnd) {
+        if (ip >= quadsEnd) {
           let searchNb: usize = (1 << 6) + ip - start
           while (true) {
             if (ip > mflimit) return emitLastLiterals(op, oend, anchor, be)
@@ -192,7 +198,7 @@ function compressBlockFast(bs: usize, be: usize, op: usize, oend: usize): usize 
       ip += ml
       anchor = ip
       if (ip > mflimit) break
-      fastProbe(ip - 2, load<u32>(ip - 2), vb, base)
+      store<u16>(FAST_TABLE + (hashFast(load<u32>(ip - 2)) << 1), <u16>(ip - 2 - vb))
     }
   }
   return emitLastLiterals(op, oend, anchor, be)
@@ -525,7 +531,12 @@ export function lz4DecompressedSizeHint(src: usize, srcLen: i32): i32 {
   return <i32>total
 }
 
-/** Test hook: moves the hash-table epoch (to exercise its wrap-around). Not in the product exports. */
+/**
+ * Test hook: moves the hash-table epochs (to exercise their wrap-around): the HC one to e, the
+ * fast one as far below its limit (0xffff) as e is below 0xf000_0000, but never back below keys
+ * already in its table. Not in the product exports.
+ */
 export function lz4SetEpochForTest(e: u32): void {
   epoch = e
+  fastEpoch = max(fastEpoch, 0xffff - min(0xf000_0000 - e, 0xfffe))
 }
