@@ -121,6 +121,7 @@ export class ProducerBatch {
       resolves[i]!({ topic, partition, offset, timestamp: appendTime >= 0 ? appendTime : timestamps[i]! })
       if (known) offset += 1n
     }
+    this.releaseCallbacks()
   }
 
   /** Fails every record; `perRecord` maps batch indexes to their own error (INVALID_RECORD). */
@@ -129,18 +130,30 @@ export class ProducerBatch {
     this.done = true
     this.discardOpen()
     for (let i = 0; i < this.count; i++) this.rejects[i]!(perRecord?.get(i) ?? error)
+    this.releaseCallbacks()
   }
 
   /** Replaced by split pieces: the records' promises now belong to the pieces. */
   markSplit(): void {
     this.done = true
     this.discardOpen()
+    this.releaseCallbacks()
   }
 
   /** Resolves once the batch completed or failed (for flush). */
   whenDone(): Promise<void> {
     if (this.done) return Promise.resolve()
     return new Promise((resolve) => (this.doneWaiters ??= []).push(resolve))
+  }
+
+  /**
+   * A settled batch can stay referenced for a while (the request that carried it, sequencing
+   * state); its callbacks would keep every record's promise and metadata alive with it.
+   */
+  private releaseCallbacks(): void {
+    this.resolves.length = 0
+    this.rejects.length = 0
+    this.timestamps.length = 0
   }
 
   private discardOpen(): void {
