@@ -2,7 +2,8 @@
 //
 //   java -cp '.kafka/libs/*' scripts/kafka/Admin.java <command> ... [--sasl MECHANISM USER PASSWORD]
 //
-//   create-topic   <bootstrap> <topic> <partitions> <rf> [minIsr]   waits until every partition has a leader
+//   create-topic   <bootstrap> <topic> <partitions> <rf> [minIsr|-] [name=value ...]
+//                                         topic configs; waits until every partition has a leader
 //   delete-topic   <bootstrap> <topic>                              waits until the topic is gone
 //   leaders        <bootstrap> <topic>                              {"0": leaderId, ...} (-1 = none)
 //   describe-topic <bootstrap> <topic>                              [{"partition","leader","replicas","isr"}]
@@ -96,7 +97,13 @@ public class Admin {
                 short rf = Short.parseShort(args.get(4));
                 try (org.apache.kafka.clients.admin.Admin a = admin(bootstrap)) {
                     NewTopic t = new NewTopic(topic, partitions, rf);
-                    if (args.size() > 5) t.configs(Map.of("min.insync.replicas", args.get(5)));
+                    Map<String, String> configs = new HashMap<>();
+                    if (args.size() > 5 && !args.get(5).equals("-")) configs.put("min.insync.replicas", args.get(5));
+                    for (String kv : args.subList(Math.min(6, args.size()), args.size())) {
+                        int eq = kv.indexOf('=');
+                        configs.put(kv.substring(0, eq), kv.substring(eq + 1));
+                    }
+                    t.configs(configs);
                     a.createTopics(List.of(t)).all().get();
                     long deadline = System.currentTimeMillis() + 60000;
                     while (true) {

@@ -83,13 +83,16 @@ export interface TopicOptions {
   /** default: min(3, nodes) */
   replicationFactor?: number
   minIsr?: number
+  /** Topic configs, e.g. { 'max.message.bytes': '2000' }. */
+  configs?: Record<string, string>
 }
 
 /** Create a topic and wait until every partition has a leader and a full ISR. */
 export async function createTopic(cluster: Cluster, topic: string, opts: TopicOptions = {}): Promise<void> {
   const rf = opts.replicationFactor ?? Math.min(3, cluster.nodes.length)
   const args = ['create-topic', bs(cluster), topic, String(opts.partitions ?? 1), String(rf)]
-  if (opts.minIsr !== undefined) args.push(String(opts.minIsr))
+  args.push(opts.minIsr !== undefined ? String(opts.minIsr) : '-')
+  for (const [k, v] of Object.entries(opts.configs ?? {})) args.push(`${k}=${v}`)
   await tool('Admin', args)
 }
 

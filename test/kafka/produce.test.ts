@@ -105,6 +105,51 @@ describe('first produce to a real Kafka 4.4 broker', () => {
     await expect(q.send({ topic, value: 'late' })).rejects.toMatchObject({ name: 'ClosedError' })
   })
 
+  for (const compression of ['none', 'lz4'] as const) {
+    it(`a batch the topic refuses as too large (MESSAGE_TOO_LARGE, ${compression}) is split from its own bytes and lands whole, in order, once`, async () => {
+      const topic = uniqueTopic(`split-${compression}`)
+      await createTopic(cluster, topic, { partitions: 1, configs: { 'max.message.bytes': '3000' } })
+      const q = producer({ 'compression.type': compression, 'linger.ms': 100, 'batch.size': 16384 })
+      const sentSizes: number[] = []
+      try {
+        await q.connect()
+        q.sender.onProduceRequest = (_node, batches) => { for (const b of batches) sentSizes.push(b.sizeInBytes) }
+        // One value array refilled per record (incompressible bytes): send() must have taken a copy.
+        const r = rng(11)
+        const value = new Uint8Array(60)
+        const expected: Uint8Array[] = []
+        const acks = await Promise.all(Array.from({ length: 300 }, (_, i) => {
+          for (let j = 0; j < value.length; j++) value[j] = Math.floor(r() * 256)
+          expected.push(value.slice())
+          return q.send({ topic, key: `k${i}`, value, headers: { n: String(i) } })
+        }))
+        value.fill(0)
+        // The first request carried a batch over the topic's limit: the broker refused it.
+        expect(Math.max(...sentSizes)).toBeGreaterThan(3000)
+        expect(acks.map((a) => Number(a.offset))).toEqual(Array.from({ length: 300 }, (_, i) => i))
+        const read = await readTopic(cluster, topic, { isolation: 'read_uncommitted', expected: 300 })
+        expect(read).toHaveLength(300)
+        read.forEach((rec, i) => {
+          expect(sameBytes(rec.value, expected[i]!), `value of record ${i}`).toBe(true)
+          expect(new TextDecoder().decode(rec.key!)).toBe(`k${i}`)
+          expect(new TextDecoder().decode(rec.headers[0]!.value!)).toBe(String(i))
+        })
+        const batches = await dumpBatches(cluster, topic)
+        expect(batches.length).toBeGreaterThan(1)
+        for (const b of batches) {
+          expect(b.size).toBeLessThanOrEqual(3000)
+          expect(b.crcValid).toBe(true)
+          expect(b.producerEpoch).toBe(0)
+          expect(b.compressCodec.toLowerCase()).toBe(compression)
+        }
+        // The pieces kept the refused batch's sequences: no gap, no bump.
+        for (let i = 1; i < batches.length; i++) expect(batches[i]!.baseSequence).toBe(batches[i - 1]!.lastSequence + 1)
+      } finally {
+        await q.close()
+      }
+    })
+  }
+
   it('acks=1 and acks=0 (idempotence then off by default): acks=0 resolves without an offset', async () => {
     const topic = uniqueTopic('acks')
     await createTopic(cluster, topic, { partitions: 1 })
