@@ -1,5 +1,5 @@
 import { Cluster } from '../client/cluster.js'
-import { ClosedError, ConfigException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery } from '../errors.js'
+import { BufferExhaustedException, ClosedError, ConfigException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery } from '../errors.js'
 import { loadCore, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type ProducerConfig, type ProducerSettings } from './config.js'
@@ -63,6 +63,8 @@ export class Producer {
   private partitioner: StickyPartitioner
   private readonly metricsRegistry: ProducerMetrics
   private readonly waiting: PendingSend[] = []
+  /** Serialized size of the records in `waiting`. */
+  private waitingBytes = 0
   private pumping = false
   private closed = false
   private readonly startedMs: number
@@ -148,6 +150,16 @@ export class Producer {
       return
     }
     if (this.waiting.length === 0 && this.core && this.tryAppend(p)) return
+    // Java's send() blocks its thread while the buffer is full; ours cannot, so the copies of waiting
+    // sends get a budget of their own (buffer.memory again) and memory stays bounded.
+    const bytes = recordSizeFromBase(p.baseSize, 0, 0)
+    if (this.waiting.length > 0 && this.waitingBytes + bytes > this.config.bufferMemory) {
+      p.key = p.value = null
+      p.headers = undefined
+      reject(markDelivery(new BufferExhaustedException(`${this.waiting.length} sends (${this.waitingBytes} bytes) are already waiting for buffer space or metadata, as much as buffer.memory (${this.config.bufferMemory} bytes) again; await your sends (or slow down) so the producer can catch up, or raise buffer.memory`), false))
+      return
+    }
+    this.waitingBytes += bytes
     // send() captures the bytes when it is called (the caller may reuse its arrays, as with Java's
     // serializers), so a send that has to wait keeps copies.
     this.waiting.push({
@@ -263,7 +275,7 @@ export class Producer {
             // A bootstrap hiccup is not the record's failure: the metadata wait below retries until max.block.ms.
             try { await this.connect() } catch (e) { if (!this.core) throw e }
           }
-          if (this.tryAppend(p)) { this.waiting.shift(); continue }
+          if (this.tryAppend(p)) { this.shiftWaiting(); continue }
           const left = deadline - c.clock.now()
           if (left <= 0) throw this.blockTimeout(p)
           if (this.cluster.partitionCount(p.topic) === 0) {
@@ -280,13 +292,18 @@ export class Producer {
             this.pool.release(bytes)
           }
         } catch (e) {
-          this.waiting.shift()
+          this.shiftWaiting()
           p.reject(markDelivery(e instanceof TimeoutException ? this.blockTimeout(p) : e as Error, false))
         }
       }
     } finally {
       this.pumping = false
     }
+  }
+
+  private shiftWaiting(): void {
+    const p = this.waiting.shift()!
+    this.waitingBytes -= recordSizeFromBase(p.baseSize, 0, 0)
   }
 
   private blockTimeout(p: PendingSend): Error {
@@ -343,6 +360,7 @@ export class Producer {
       this.sender.close()
     }
     this.transactions?.close()
+    this.waitingBytes = 0
     for (const p of this.waiting.splice(0)) p.reject(markDelivery(new ClosedError('the producer was closed before the record was sent'), false))
     this.cluster.close()
   }
