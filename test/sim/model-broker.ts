@@ -1,5 +1,6 @@
-import { ApiVersions, InitProducerId, Metadata, Produce, decodeRequest, encodeResponse, errorCode, type Message } from '../../src/edge/protocol/index.js'
+import { AddOffsetsToTxn, AddPartitionsToTxn, ApiVersions, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce, TxnOffsetCommit, decodeRequest, encodeResponse, errorCode, errorInfo, type Message } from '../../src/edge/protocol/index.js'
 import { BatchReadError, readBatch } from '../helpers/batch-reader.js'
+import { ModelTxnCoordinator, type CoordinatorFaults } from './model-coordinator.js'
 
 const INT_MAX = 2147483647
 /** Kafka keeps this many recent batches per producer per partition (ProducerStateEntry). */
@@ -7,7 +8,11 @@ export const NUM_BATCHES_TO_RETAIN = 5
 const dec = new TextDecoder()
 
 export interface RetainedBatch { firstSeq: number; lastSeq: number; firstOffset: number; lastOffset: number }
-export interface ProducerState { epoch: number; batches: RetainedBatch[]; lastAppendMs: number }
+/** `txnFirstOffset` >= 0 while the producer has an open transaction in the partition (Kafka's currentTxnFirstOffset). */
+export interface ProducerState { epoch: number; batches: RetainedBatch[]; lastAppendMs: number; txnFirstOffset: number }
+
+/** A transactional batch's fate: open until its transaction's marker, which names the transaction (serial) it closed. */
+export interface TxnMark { transactionalId: string; fate: 'open' | 'committed' | 'aborted'; serial: number }
 
 /** One appended batch as the log holds it: the record values (as text) are what invariants check. */
 export interface LogBatch {
@@ -16,6 +21,10 @@ export interface LogBatch {
   epoch: number
   baseSequence: number
   values: string[]
+  /** Set on transactional data batches. */
+  txn?: TxnMark
+  /** A COMMIT or ABORT control batch (no values) written by the transaction coordinator. */
+  control?: 'commit' | 'abort'
 }
 
 export class ModelPartition {
@@ -34,7 +43,7 @@ export class ModelPartition {
  * Probabilities (0..1) of broker-side faults, drawn per partition of each Produce request while
  * `faultsOn` is set. Kept small: each one is a reason for the producer to retry.
  */
-export interface BrokerFaults {
+export interface BrokerFaults extends CoordinatorFaults {
   notLeader: number
   /** Of the NOT_LEADER answers, how many carry a CurrentLeader hint (v10+). */
   leaderHint: number
@@ -52,7 +61,7 @@ export interface BrokerFaults {
 
 export const NO_FAULTS: BrokerFaults = {
   notLeader: 0, leaderHint: 0, notEnoughReplicas: 0, notEnoughReplicasAfterAppend: 0, requestTimedOutAfterAppend: 0,
-  throttle: 0, leaderMove: 0, topicMissing: 0,
+  throttle: 0, leaderMove: 0, topicMissing: 0, notCoordinator: 0, coordinatorNotAvailable: 0, coordinatorMove: 0,
 }
 
 export interface ModelOptions {
@@ -69,11 +78,18 @@ export interface ModelOptions {
   maxMessageBytes: number
   /** Record values starting with this prefix are rejected as INVALID_RECORD, per record. */
   poisonPrefix: string
+  /** Finalized transaction.version; below 2 the brokers advertise no TV2 (Produce <= 11, EndTxn <= 4). */
+  transactionVersion: number
+  /** How long the coordinator takes to write a transaction's markers after accepting EndTxn. */
+  markerDelayMs: number
+  /** How long a newly elected transaction coordinator is loading. */
+  coordinatorLoadMs: number
 }
 
 export const DEFAULT_MODEL: ModelOptions = {
   brokers: 3, topics: { t: 3 }, apiVersionsMax: 4, produceMaxVersion: 12, duplicateMode: 'offset',
   unknownProducerMode: 'accept', maxMessageBytes: 1_048_588, poisonPrefix: '\u0000poison',
+  transactionVersion: 2, markerDelayMs: 5, coordinatorLoadMs: 0,
 }
 
 interface PartitionAnswer {
@@ -91,8 +107,9 @@ interface PartitionAnswer {
  * A Kafka cluster reduced to what a producer can observe: brokers, partition leaders with leader
  * epochs, one log per partition (replication is perfect, so a leader move keeps log and producer
  * state, as in Kafka with acks=all) and per-producer sequence state with Kafka's rules
- * (ProducerAppendInfo.checkSequence, ProducerStateEntry.findDuplicateBatch). It speaks the real
- * protocol through the shared codec.
+ * (ProducerAppendInfo.checkSequence, ProducerStateEntry.findDuplicateBatch). Transactional ids go to
+ * the model transaction coordinator (model-coordinator.ts), which writes markers into these logs. It
+ * speaks the real protocol through the shared codec.
  */
 export class ModelCluster {
   readonly opts: ModelOptions
@@ -114,6 +131,7 @@ export class ModelCluster {
   script: ((ctx: { topic: string; partition: number; baseSequence: number; epoch: number; count: number; node: number }) => { error: string; afterAppend?: boolean; hint?: boolean; logStartOffset?: number } | null) | null = null
   /** Scripted InitProducerId answers, consumed in order. */
   readonly initScript: string[] = []
+  readonly coordinator: ModelTxnCoordinator
 
   constructor(opts: Partial<ModelOptions>, private readonly random: () => number, private readonly now: () => number) {
     this.opts = { ...DEFAULT_MODEL, ...opts }
@@ -121,6 +139,9 @@ export class ModelCluster {
     for (const [topic, n] of Object.entries(this.opts.topics)) {
       this.partitions.set(topic, Array.from({ length: n }, (_, i) => new ModelPartition(topic, i, i % this.opts.brokers)))
     }
+    this.coordinator = new ModelTxnCoordinator(this, {
+      transactionVersion: this.opts.transactionVersion, markerDelayMs: this.opts.markerDelayMs, loadMs: this.opts.coordinatorLoadMs,
+    }, random, now)
   }
 
   host(node: number): { host: string; port: number } { return { host: `broker${node}.sim`, port: 9092 + node } }
@@ -143,6 +164,7 @@ export class ModelCluster {
   killBroker(node: number): void {
     this.alive.delete(node)
     for (const ps of this.partitions.values()) for (const p of ps) if (p.leader === node) this.moveLeader(p)
+    this.coordinator.onBrokerDown(node)
   }
 
   reviveBroker(node: number): void { this.alive.add(node) }
@@ -167,10 +189,19 @@ export class ModelCluster {
     if (!api || !body) return null
     const v = header.apiVersion
     const id = header.correlationId
+    this.coordinator.tick()
     switch (api.key) {
       case ApiVersions.key: return this.apiVersions(v, id)
       case Metadata.key: return encodeResponse(Metadata, v, id, this.metadata(body))
-      case InitProducerId.key: return encodeResponse(InitProducerId, v, id, this.initProducerId())
+      case InitProducerId.key: {
+        const res = body.transactionalId === null ? this.initProducerId() : this.coordinator.initProducerId(node, v, body)
+        return encodeResponse(InitProducerId, v, id, res)
+      }
+      case FindCoordinator.key: return encodeResponse(FindCoordinator, v, id, this.coordinator.findCoordinator(v, body))
+      case AddPartitionsToTxn.key: return encodeResponse(AddPartitionsToTxn, v, id, this.coordinator.addPartitionsToTxn(node, body))
+      case EndTxn.key: return encodeResponse(EndTxn, v, id, this.coordinator.endTxn(node, v, body))
+      case AddOffsetsToTxn.key: return encodeResponse(AddOffsetsToTxn, v, id, this.coordinator.addOffsetsToTxn(node, body))
+      case TxnOffsetCommit.key: return encodeResponse(TxnOffsetCommit, v, id, this.coordinator.txnOffsetCommit(node, v, body))
       case Produce.key: {
         const res = this.produce(node, v, body)
         return res === null ? null : encodeResponse(Produce, v, id, res)
@@ -186,13 +217,21 @@ export class ModelCluster {
       this.count('UNSUPPORTED_VERSION')
       return encodeResponse(ApiVersions, 0, id, { errorCode: errorCode('UNSUPPORTED_VERSION'), apiKeys: [{ apiKey: 18, minVersion: 0, maxVersion: max }] })
     }
+    // Kafka 4 advertises the transaction v2 versions (Produce 12, EndTxn 5) only with transaction.version >= 2.
+    const tv = this.opts.transactionVersion
     const apiKeys = [
-      { apiKey: 0, minVersion: 0, maxVersion: this.opts.produceMaxVersion },
-      { apiKey: 3, minVersion: 0, maxVersion: 12 },
-      { apiKey: 18, minVersion: 0, maxVersion: max },
-      { apiKey: 22, minVersion: 0, maxVersion: 5 },
+      { apiKey: Produce.key, minVersion: 0, maxVersion: tv >= 2 ? this.opts.produceMaxVersion : Math.min(this.opts.produceMaxVersion, 11) },
+      { apiKey: Metadata.key, minVersion: 0, maxVersion: 12 },
+      { apiKey: FindCoordinator.key, minVersion: 0, maxVersion: 6 },
+      { apiKey: ApiVersions.key, minVersion: 0, maxVersion: max },
+      { apiKey: InitProducerId.key, minVersion: 0, maxVersion: 5 },
+      { apiKey: AddPartitionsToTxn.key, minVersion: 0, maxVersion: 5 },
+      { apiKey: AddOffsetsToTxn.key, minVersion: 0, maxVersion: 4 },
+      { apiKey: EndTxn.key, minVersion: 0, maxVersion: tv >= 2 ? 5 : 4 },
+      { apiKey: TxnOffsetCommit.key, minVersion: 0, maxVersion: tv >= 2 ? 5 : 4 },
     ]
-    return encodeResponse(ApiVersions, version, id, { errorCode: 0, apiKeys, throttleTimeMs: 0, finalizedFeatures: [] })
+    const finalizedFeatures = [{ name: 'transaction.version', maxVersionLevel: tv, minVersionLevel: tv }]
+    return encodeResponse(ApiVersions, version, id, { errorCode: 0, apiKeys, throttleTimeMs: 0, finalizedFeaturesEpoch: 1n, finalizedFeatures })
   }
 
   private metadata(body: Message): Message {
@@ -216,13 +255,38 @@ export class ModelCluster {
   private initProducerId(): Message {
     const scripted = this.initScript.shift()
     if (scripted) return { throttleTimeMs: 0, errorCode: errorCode(scripted), producerId: -1n, producerEpoch: -1 }
-    const producerId = this.nextProducerId++
-    return { throttleTimeMs: 0, errorCode: 0, producerId, producerEpoch: 0 }
+    return { throttleTimeMs: 0, errorCode: 0, producerId: this.allocateProducerId(), producerEpoch: 0 }
+  }
+
+  allocateProducerId(): bigint { return this.nextProducerId++ }
+
+  /**
+   * The coordinator's COMMIT/ABORT marker for a partition (Kafka's appendEndTxnMarker): it closes the
+   * producer's open batches there, takes an offset, and moves the producer state to the marker's
+   * epoch (a higher one forgets the retained batches, so the next batch starts at sequence 0).
+   */
+  writeMarker(tp: string, producerId: bigint, epoch: number, commit: boolean, transactionalId: string, serial: number): void {
+    const sep = tp.lastIndexOf(':')
+    const p = this.partition(tp.slice(0, sep), Number(tp.slice(sep + 1)))
+    for (const b of p.log) {
+      if (b.txn?.fate === 'open' && b.producerId === producerId) Object.assign(b.txn, { fate: commit ? 'committed' : 'aborted', serial })
+    }
+    p.log.push({ baseOffset: p.nextOffset++, producerId, epoch, baseSequence: -1, values: [], control: commit ? 'commit' : 'abort' })
+    const state = p.producers.get(producerId)
+    if (!state) {
+      p.producers.set(producerId, { epoch, batches: [], lastAppendMs: this.now(), txnFirstOffset: -1 })
+      return
+    }
+    if (epoch < state.epoch) this.coordinator.anomalies.push(`${transactionalId}: marker at epoch ${epoch} for ${tp}, whose producer state is at epoch ${state.epoch}`)
+    if (epoch !== state.epoch) { state.epoch = epoch; state.batches.length = 0 }
+    state.txnFirstOffset = -1
+    state.lastAppendMs = this.now()
   }
 
   private count(name: string): void { this.errorsSent.set(name, (this.errorsSent.get(name) ?? 0) + 1) }
 
   private produce(node: number, version: number, body: Message): Message | null {
+    const transactionalId = body.transactionalId as string | null
     const acks = body.acks as number
     const faults = this.faultsOn ? this.faults : NO_FAULTS
     const endpoints = new Map<number, { nodeId: number; host: string; port: number; rack: null }>()
@@ -230,8 +294,8 @@ export class ModelCluster {
     const responses = (body.topicData as Array<{ name: string; partitionData: Array<{ index: number; records: Uint8Array | null }> }>).map((t) => ({
       name: t.name,
       partitionResponses: t.partitionData.map((pd) => {
-        const ans = this.producePartition(node, version, t.name, pd.index, pd.records, faults, endpoints, seen)
-        if (ans.errorCode !== 0) this.count(errorNameOf(ans.errorCode))
+        const ans = this.producePartition(node, version, transactionalId, t.name, pd.index, pd.records, faults, endpoints, seen)
+        if (ans.errorCode !== 0) this.count(errorInfo(ans.errorCode).name)
         return ans
       }),
     }))
@@ -247,7 +311,7 @@ export class ModelCluster {
     return { responses, throttleTimeMs, nodeEndpoints: version >= 10 ? [...endpoints.values()] : [] }
   }
 
-  private producePartition(node: number, version: number, topic: string, index: number, records: Uint8Array | null, faults: BrokerFaults,
+  private producePartition(node: number, version: number, transactionalId: string | null, topic: string, index: number, records: Uint8Array | null, faults: BrokerFaults,
     endpoints: Map<number, { nodeId: number; host: string; port: number; rack: null }>, seen: (typeof this.produceLog)[number]): PartitionAnswer {
     const answer = (code: string, extra: Partial<PartitionAnswer> = {}): PartitionAnswer => ({
       index, errorCode: errorCode(code), baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: code === 'NONE' ? null : code, ...extra,
@@ -301,6 +365,18 @@ export class ModelCluster {
 
     const pid = batch.producerId
     const epoch = batch.producerEpoch
+    if (batch.transactional) {
+      // ReplicaManager verifies the first batch of a transaction per partition with the coordinator
+      // (KIP-890): a batch of a transaction that already ended, or of a fenced epoch, is refused.
+      if (transactionalId === null || pid < 0n) return ret(answer('INVALID_TXN_STATE'))
+      const open = p.producers.get(pid)
+      if (!(open && open.epoch === epoch && open.txnFirstOffset >= 0)) {
+        const verified = this.coordinator.verifyProduce(transactionalId, pid, epoch, `${topic}:${index}`, version)
+        if (verified !== 'NONE') return ret(answer(verified))
+      }
+    } else if (pid >= 0n && (p.producers.get(pid)?.txnFirstOffset ?? -1) >= 0) {
+      return ret(answer('INVALID_TXN_STATE'))
+    }
     const firstSeq = batch.baseSequence
     const lastSeq = firstSeq < 0 ? -1 : (firstSeq + batch.recordCount - 1) % (INT_MAX + 1)
     const lso = BigInt(p.logStartOffset)
@@ -330,10 +406,13 @@ export class ModelCluster {
 
     const baseOffset = p.nextOffset
     p.nextOffset += batch.recordCount
-    p.log.push({ baseOffset, producerId: pid, epoch, baseSequence: firstSeq, values })
+    p.log.push({ baseOffset, producerId: pid, epoch, baseSequence: firstSeq, values, ...(batch.transactional ? { txn: { transactionalId: transactionalId!, fate: 'open' as const, serial: -1 } } : {}) })
     this.appends++
     if (pid >= 0n) {
-      if (!state || state.epoch !== epoch) { state = { epoch, batches: [], lastAppendMs: 0 }; p.producers.set(pid, state) }
+      if (!state) { state = { epoch, batches: [], lastAppendMs: 0, txnFirstOffset: -1 }; p.producers.set(pid, state) }
+      // A new epoch forgets the retained batches (ProducerStateEntry.maybeUpdateProducerEpoch).
+      else if (state.epoch !== epoch) { state.epoch = epoch; state.batches.length = 0 }
+      if (batch.transactional && state.txnFirstOffset < 0) state.txnFirstOffset = baseOffset
       state.batches.push({ firstSeq, lastSeq, firstOffset: baseOffset, lastOffset: baseOffset + batch.recordCount - 1 })
       if (state.batches.length > NUM_BATCHES_TO_RETAIN) state.batches.shift()
       state.lastAppendMs = this.now()
@@ -343,14 +422,4 @@ export class ModelCluster {
     if (this.random() < faults.requestTimedOutAfterAppend) return ret(answer('REQUEST_TIMED_OUT'))
     return ret(answer('NONE', { baseOffset: BigInt(baseOffset), logStartOffset: lso }))
   }
-}
-
-const NAMES = new Map<number, string>()
-function errorNameOf(code: number): string {
-  if (NAMES.size === 0) {
-    for (const n of ['CORRUPT_MESSAGE', 'UNKNOWN_TOPIC_OR_PARTITION', 'NOT_LEADER_OR_FOLLOWER', 'REQUEST_TIMED_OUT', 'MESSAGE_TOO_LARGE',
-      'NOT_ENOUGH_REPLICAS', 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', 'OUT_OF_ORDER_SEQUENCE_NUMBER', 'DUPLICATE_SEQUENCE_NUMBER',
-      'INVALID_PRODUCER_EPOCH', 'UNKNOWN_PRODUCER_ID', 'INVALID_RECORD']) NAMES.set(errorCode(n), n)
-  }
-  return NAMES.get(code) ?? `code ${code}`
 }

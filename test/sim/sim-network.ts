@@ -36,6 +36,12 @@ export class SimNetwork implements Transport {
   /** Base one-way latency in ms. */
   baseDelayMs = 1
   stats = { opened: 0, connectFailures: 0, droppedRequests: 0, droppedResponses: 0, duplicated: 0, disconnects: 0, throttled: 0, throttleViolations: 0 }
+  /**
+   * API keys whose requests `duplicateRequest` may duplicate (null: all). A real broker handles a
+   * TCP request once; duplicating stands for a retry that lands twice, which only idempotence
+   * absorbs: a duplicated InitProducerId would bump the epoch behind the client's back.
+   */
+  duplicateApis: ReadonlySet<number> | null = null
   /** Every frame the client wrote, by node: for byte-identity checks of retries. */
   readonly written: Array<{ node: number; frame: Uint8Array; at: number }> = []
   recordWrites = false
@@ -115,7 +121,7 @@ class SimLink implements Link {
     if (this.closed) return
     if (!net.cluster.alive.has(this.node)) { this.remoteClose(new NetworkException(`broker ${this.node} is down (simulated)`)); return }
     const f = net.faultsOn ? net.faults : null
-    const times = f && net.chance(f.duplicateRequest) ? 2 : 1
+    const times = f && net.chance(f.duplicateRequest) && (net.duplicateApis?.has((frame[4]! << 8) | frame[5]!) ?? true) ? 2 : 1
     if (times === 2) net.stats.duplicated++
     for (let i = 0; i < times; i++) {
       net.cluster.lastThrottle = { ms: 0, clientSide: true }

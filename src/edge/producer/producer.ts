@@ -156,7 +156,7 @@ export class Producer {
     if (this.waiting.length > 0 && this.waitingBytes + bytes > this.config.bufferMemory) {
       p.key = p.value = null
       p.headers = undefined
-      reject(markDelivery(new BufferExhaustedException(`${this.waiting.length} sends (${this.waitingBytes} bytes) are already waiting for buffer space or metadata, as much as buffer.memory (${this.config.bufferMemory} bytes) again; await your sends (or slow down) so the producer can catch up, or raise buffer.memory`), false))
+      this.failBeforeBatch(p, new BufferExhaustedException(`${this.waiting.length} sends (${this.waitingBytes} bytes) are already waiting for buffer space or metadata, as much as buffer.memory (${this.config.bufferMemory} bytes) again; await your sends (or slow down) so the producer can catch up, or raise buffer.memory`))
       return
     }
     this.waitingBytes += bytes
@@ -228,7 +228,7 @@ export class Producer {
     }
     const size = recordSizeFromBase(p.baseSize, 0, 0) + 61
     if (size > c.maxRequestSize || size > c.bufferMemory) {
-      p.reject(markDelivery(new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${size > c.maxRequestSize ? `max.request.size (${c.maxRequestSize})` : `buffer.memory (${c.bufferMemory})`}; send smaller records or raise the limit`), false))
+      this.failBeforeBatch(p, new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${size > c.maxRequestSize ? `max.request.size (${c.maxRequestSize})` : `buffer.memory (${c.bufferMemory})`}; send smaller records or raise the limit`))
       return true
     }
     let partition = p.partition
@@ -293,12 +293,23 @@ export class Producer {
           }
         } catch (e) {
           this.shiftWaiting()
-          p.reject(markDelivery(e instanceof TimeoutException ? this.blockTimeout(p) : e as Error, false))
+          this.failBeforeBatch(p, e instanceof TimeoutException ? this.blockTimeout(p) : e as Error)
         }
       }
     } finally {
       this.pumping = false
     }
+  }
+
+  /**
+   * A record send() accepted failed before it reached a batch: full buffer, no metadata in time, too
+   * large, a refusal (Java: an ApiException in KafkaProducer.doSend). Inside a transaction the record
+   * is lost to it, so the transaction must not commit: it turns abortable, as Java's
+   * maybeTransitionToErrorState makes it.
+   */
+  private failBeforeBatch(p: PendingSend, e: Error): void {
+    p.reject(markDelivery(e, false))
+    this.transactions?.batchFailed(e)
   }
 
   private shiftWaiting(): void {

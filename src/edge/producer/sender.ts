@@ -369,9 +369,19 @@ export class Sender {
     this.accumulator.deallocate(batch)
   }
 
-  /** After a fatal error every queued batch fails with it; in-flight ones fail as their answers come. */
+  /**
+   * After a fatal error every queued batch fails with it; in-flight ones fail as their answers come.
+   * A queued retry whose earlier attempt may be in the log gets a copy of the error of its own that
+   * says so (the shared one says "not written").
+   */
   failAll(error: Error): void {
-    this.accumulator.abortUndrained(markDelivery(error, false))
+    const unsent = markDelivery(error, false)
+    for (const d of this.accumulator.deques.values()) {
+      for (const b of d.splice(0)) {
+        b.fail(b.maybeWritten ? markDelivery(copyOf(error), true) : unsent)
+        this.accumulator.deallocate(b)
+      }
+    }
   }
 
   close(): void {
@@ -379,6 +389,11 @@ export class Sender {
     if (this.timer !== null) this.config.clock.clearTimeout(this.timer)
     this.timer = null
   }
+}
+
+/** `e` as a new object (class, message, fields): markDelivery can write to it without touching `e`. */
+function copyOf(e: Error): Error {
+  return Object.create(Object.getPrototypeOf(e) as object, Object.getOwnPropertyDescriptors(e)) as Error
 }
 
 function errorResponse(errorCode: number): PartitionResponse {

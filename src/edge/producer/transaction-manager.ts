@@ -1,3 +1,4 @@
+import { KafkaEdgeError } from '../errors.js'
 import { ProducerBatch, incrementSequence, type TopicPartition } from './producer-batch.js'
 import type { ProducerStamp } from '../wasm/core.js'
 
@@ -313,7 +314,7 @@ export class TransactionManager {
       }
       if (this.isTransactional) {
         this.epochBumpRequired = true
-        abortable = new Error(`the client has no acknowledgement for some records sent to ${e.tp.topic}-${e.tp.partition} and can no longer retry them; abort the transaction and continue`)
+        abortable = new KafkaEdgeError(`the client has no acknowledgement for some records sent to ${e.tp.topic}-${e.tp.partition} and can no longer retry them; abort the transaction and continue`)
       } else {
         this.requestEpochBumpForPartition(e.tp)
       }

@@ -522,6 +522,11 @@ export class TransactionCoordinatorClient {
       if (this.state !== 'ABORTABLE_ERROR') this.maybeFailWithError()
       const cause = this.lastError
       this.transitionTo('ABORTING_TRANSACTION')
+      // Sequences that expired batches left unresolved only a new epoch repairs, even when they
+      // expired while committing (Java's maybeResolveSequences asks for the bump regardless; here it
+      // may not have run yet). Else the partition's next batches meet OUT_OF_ORDER_SEQUENCE_NUMBER
+      // until they expire too (sim seed 18666).
+      if (this.canBumpEpoch && (this.idem.unresolved.size > 0 || this.idem.epochBumpRequired)) this.epochBumpRequired = true
       this.newPartitions.clear()
       // Records not yet sent never will be; those in flight complete before EndTxn goes out.
       this.host.abortUndrainedBatches(new TransactionAbortedException('the transaction was aborted before the record was sent'))
@@ -608,16 +613,30 @@ export class TransactionCoordinatorClient {
     if (!isTransitionValid(this.state, 'ABORTABLE_ERROR')) return
     this.transitionTo('ABORTABLE_ERROR', e)
     // Nothing more of this transaction goes out: records not yet sent fail now.
-    this.host.abortUndrainedBatches(e)
+    this.host.abortUndrainedBatches(this.unsentRecordError())
   }
 
   transitionToFatalError(e: Error): void {
     if (this.state === 'FATAL_ERROR') return
     this.transitionTo('FATAL_ERROR', e)
-    this.idem.transitionToFatal(e)
+    // The sender fails queued batches with the idempotence manager's fatal error.
+    this.idem.transitionToFatal(this.unsentRecordError())
     this.pendingTransition?.result.fail(e)
-    this.host.abortUndrainedBatches(e)
+    this.host.abortUndrainedBatches(this.unsentRecordError())
     this.host.wakeupSender()
+  }
+
+  /**
+   * What records that will never be sent fail with once the transaction failed: a new error each
+   * time, because failing a record writes `mayHaveBeenWritten` into its error, and `lastError` may be
+   * the error a sent batch already failed with (whose flag must stay true when it may be in the log).
+   */
+  private unsentRecordError(): Error {
+    const cause = this.lastError
+    const why = `${cause?.name}: ${cause?.message}`
+    if (this.state !== 'FATAL_ERROR') return new TransactionAbortableException(`the record was not sent: the transaction hit an error (${why}); call abortTransaction() and start a new one`, { cause })
+    if (cause instanceof ProducerFencedException) return fenced(this)
+    return new FatalTransactionException(`the record was not sent: the producer hit a fatal error (${why}); close it and create a new one`, { cause })
   }
 
   /** New producer id/epoch: every partition's sequences restart at 0 under it. */
@@ -776,7 +795,13 @@ export class TransactionCoordinatorClient {
         return null
       }
       this.queue.shift()
-      if (this.hasError && !(this.state === 'ABORTABLE_ERROR' && next instanceof FindCoordinatorHandler)) {
+      // An abortable transaction sends nothing new but coordinator lookups and the retry of an
+      // AddPartitionsToTxn or AddOffsetsToTxn whose answer never came. The coordinator may have
+      // opened the transaction on it; without the answer the abort would skip EndTxn and leave it
+      // open, and the epoch bump after the abort would find it ongoing and fence this producer
+      // (Java's TransactionManager drops the retry and fences itself so: sim seeds 3178, 30599).
+      const stillUseful = next instanceof FindCoordinatorHandler || ((next instanceof AddPartitionsToTxnHandler || next instanceof AddOffsetsToTxnHandler) && next.isRetry)
+      if (this.hasError && !(this.state === 'ABORTABLE_ERROR' && stillUseful)) {
         // E.g. a batch failed while committing: the commit fails with a typed abortable error.
         next.result.fail(this.state === 'ABORTABLE_ERROR' ? this.errorStateException(next.result.operation) : this.lastError!)
         continue
