@@ -290,12 +290,10 @@ describe('transactional regressions', () => {
   })
 
   it('seed 30599: the same for an AddOffsetsToTxn whose answer was lost', async () => {
-    // The offsets partition joins the transaction but the answer is lost; meanwhile a Produce
-    // error makes the transaction abortable, and sendOffsetsToTransaction() waits for the retry.
-    const w = world({ model: { transactionVersion: 1 } })
+    // The offsets partition joins the transaction but the answer is lost; the record, queued behind
+    // it for AddPartitionsToTxn, expires first and the transaction turns abortable with a bump due.
+    const w = world({ model: { transactionVersion: 1 }, producer: { 'delivery.timeout.ms': 1000 } })
     const inc = await started(w)
-    let refused = false
-    w.cluster.script = () => (refused ? null : ((refused = true), { error: 'INVALID_PRODUCER_EPOCH' }))
     loseAnswers(w, AddOffsetsToTxn.key, 1)
     const t = await txn(w, inc, { ...plan('commit', to('t', 0)), offsets: [0] })
     expect(t.result).toBe('aborted')
