@@ -3,7 +3,7 @@
 //   kafka-edge-js    the same design in plain TypeScript (bench/ts-batch-builder.ts)
 //   kafkajs          kafkajs 2.2.4's Record + RecordBatch encoders (what its producer runs)
 import { createRequire } from 'node:module'
-import { loadCore, NO_PRODUCER, type Core, type ProducerStamp, type RecordInput } from '../src/edge/wasm/core.js'
+import { loadCore, type Core, type ProducerStamp, type RecordInput } from '../src/edge/wasm/core.js'
 import { bestRate, printTable, report, writeReport, type BenchResult } from './lib.js'
 import { crc32cJs, TsBatchBuilder } from './ts-batch-builder.js'
 

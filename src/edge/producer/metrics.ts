@@ -63,7 +63,7 @@ export class ProducerMetrics {
   epochBumps = 0
   totals = { recordsSent: 0, recordErrors: 0, recordRetries: 0, requests: 0 }
 
-  constructor(private readonly clock: Clock) {
+  constructor(clock: Clock) {
     this.batchSize = new Sampled(clock)
     this.compressionRate = new Sampled(clock)
     this.recordsPerRequest = new Sampled(clock)
