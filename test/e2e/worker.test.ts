@@ -154,10 +154,12 @@ describe('telemetry Worker under wrangler dev (workerd) -> real Kafka', () => {
       perPartition.set(b.partition, [...(perPartition.get(b.partition) ?? []), b])
     }
     let records = 0
-    for (const list of perPartition.values()) {
+    for (const [partition, list] of perPartition) {
       let next = 0
+      // On failure, the partition's batches as the log holds them (a CI run once saw a first batch at sequence 10).
+      const layout = `partition ${partition}: ${list.map((b) => `@${b.baseOffset} seq ${b.baseSequence}-${b.lastSequence} (${b.count}) ${b.file.split('/').slice(-2).join('/')}`).join(', ')}`
       for (const b of list) {
-        expect(b.baseSequence).toBe(next)
+        expect(b.baseSequence, layout).toBe(next)
         next = b.lastSequence + 1
         records += b.count
       }
