@@ -115,8 +115,8 @@ export interface SeedStats {
 
 export interface SeedResult { seed: number; ok: boolean; violations: string[]; stats: SeedStats; description: string }
 
-const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!
-const between = (r: () => number, lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1))
+export const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!
+export const between = (r: () => number, lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1))
 
 /**
  * One randomized run: cluster shape, producer settings, workload and faults all drawn from the

@@ -3,7 +3,7 @@ import { createProducer, type Producer, type RecordMetadata } from '../../src/ed
 import { IllegalStateException } from '../../src/edge/producer/transactions.js'
 import { Produce } from '../../src/edge/protocol/index.js'
 import { rng } from '../helpers/records.js'
-import { indexOf, valueOf, type Outcome } from './harness.js'
+import { between, indexOf, pick, valueOf, type Outcome } from './harness.js'
 import { ModelCluster, NO_FAULTS, type BrokerFaults, type ModelOptions } from './model-broker.js'
 import { SimNetwork, type NetFaults } from './sim-network.js'
 import { checkTxnInvariants } from './txn-invariants.js'
@@ -282,8 +282,6 @@ export interface TxnSeedStats {
 
 export interface TxnSeedResult { seed: number; ok: boolean; violations: string[]; stats: TxnSeedStats; description: string }
 
-const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!
-const between = (r: () => number, lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1))
 
 /**
  * One randomized transactional run: cluster shape, transaction version, producer settings, the
