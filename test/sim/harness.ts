@@ -118,6 +118,19 @@ export interface SeedResult { seed: number; ok: boolean; violations: string[]; s
 export const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!
 export const between = (r: () => number, lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1))
 
+/** How hard a seed's fault window hits: none without a window, else mostly moderate, sometimes heavy. */
+export function faultLevel(r: () => number, faultWindowMs: number): number {
+  const chaos = r()
+  return faultWindowMs === 0 ? 0 : chaos < 0.2 ? 0.02 : chaos < 0.7 ? 0.06 : 0.15
+}
+
+export function drawNetFaults(r: () => number, level: number): NetFaults {
+  return {
+    dropRequest: level * r() * 0.5, dropResponse: level * r(), duplicateRequest: level * r() * 0.3,
+    disconnect: level * r(), connectFail: level * r() * 2, maxDelayMs: pick(r, [0, 5, 50, 200]),
+  }
+}
+
 /**
  * One randomized run: cluster shape, producer settings, workload and faults all drawn from the
  * seed. Faults stop after a window; then every send must settle, flush must resolve, and the
@@ -155,12 +168,8 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; records?:
     'retry.backoff.max.ms': pick(r, [100, 1000]),
     'metadata.max.age.ms': pick(r, [300_000, 1000]),
   }
-  const chaos = r()
-  const level = faultWindowMs === 0 ? 0 : chaos < 0.2 ? 0.02 : chaos < 0.7 ? 0.06 : 0.15
-  const netFaults: NetFaults = {
-    dropRequest: level * r() * 0.5, dropResponse: level * r(), duplicateRequest: level * r() * 0.3,
-    disconnect: level * r(), connectFail: level * r() * 2, maxDelayMs: pick(r, [0, 5, 50, 200]),
-  }
+  const level = faultLevel(r, faultWindowMs)
+  const netFaults = drawNetFaults(r, level)
   const brokerFaults: BrokerFaults = {
     ...NO_FAULTS,
     notLeader: level * r(), leaderHint: r(), notEnoughReplicas: level * r(), notEnoughReplicasAfterAppend: level * r(),

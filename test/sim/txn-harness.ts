@@ -3,9 +3,9 @@ import { createProducer, type Producer, type RecordMetadata } from '../../src/ed
 import { IllegalStateException } from '../../src/edge/producer/transactions.js'
 import { Produce } from '../../src/edge/protocol/index.js'
 import { rng } from '../helpers/records.js'
-import { between, indexOf, pick, valueOf, type Outcome } from './harness.js'
+import { between, drawNetFaults, faultLevel, indexOf, pick, valueOf, type Outcome } from './harness.js'
 import { ModelCluster, NO_FAULTS, type BrokerFaults, type ModelOptions } from './model-broker.js'
-import { SimNetwork, type NetFaults } from './sim-network.js'
+import { SimNetwork } from './sim-network.js'
 import { checkTxnInvariants } from './txn-invariants.js'
 import { VirtualClock } from './virtual-clock.js'
 
@@ -324,12 +324,8 @@ export async function runTxnSeed(seed: number, opts: { verbose?: boolean } = {})
     'max.block.ms': maxBlockMs,
     'transaction.timeout.ms': transactionTimeoutMs,
   }
-  const chaos = r()
-  const level = faultWindowMs === 0 ? 0 : chaos < 0.2 ? 0.02 : chaos < 0.7 ? 0.06 : 0.15
-  const netFaults: NetFaults = {
-    dropRequest: level * r() * 0.5, dropResponse: level * r(), duplicateRequest: level * r() * 0.3,
-    disconnect: level * r(), connectFail: level * r() * 2, maxDelayMs: pick(r, [0, 5, 50, 200]),
-  }
+  const level = faultLevel(r, faultWindowMs)
+  const netFaults = drawNetFaults(r, level)
   const brokerFaults: BrokerFaults = {
     ...NO_FAULTS,
     notLeader: level * r(), leaderHint: r(), notEnoughReplicas: level * r(), notEnoughReplicasAfterAppend: level * r(),
