@@ -45,6 +45,34 @@ export class BufferExhaustedException extends KafkaEdgeError {
   }
 }
 
+/**
+ * The peer could not be authenticated, or refused our identity: a relay token, SASL credentials, a
+ * TLS certificate. Not retried with the same credentials (Java: AuthenticationException).
+ */
+export class AuthenticationException extends KafkaEdgeError {}
+
+/** SASL credentials were refused, or the broker failed to prove it knows them (SCRAM). */
+export class SaslAuthenticationException extends AuthenticationException {}
+
+/** The broker does not enable the SASL mechanism asked for; the message lists the ones it offers. */
+export class UnsupportedSaslMechanismException extends AuthenticationException {}
+
+/** The listener does not expect SASL at this point: usually security.protocol does not match the port. */
+export class IllegalSaslStateException extends AuthenticationException {}
+
+/**
+ * The TLS handshake failed: an unknown CA, a hostname that is not in the certificate, an expired
+ * certificate, or a peer that does not speak TLS. `host` names the broker, `reason` the cause.
+ */
+export class SslAuthenticationException extends AuthenticationException {
+  constructor(readonly host: string, readonly reason: string, message: string, opts: { cause?: unknown } = {}) {
+    super(message, opts)
+  }
+}
+
+/** The caller is authenticated but not allowed this API, topic, transactional id or group. Not retriable. */
+export class AuthorizationException extends KafkaEdgeError {}
+
 /** An error code returned by a broker. `name` is the Java exception name for `code`. */
 export class KafkaApiError extends KafkaEdgeError {
   readonly code: number

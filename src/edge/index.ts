@@ -11,5 +11,5 @@ export type { Transport, Link, LinkHandlers, BrokerAddress } from './transport/t
 export { loadCore, type LoadCoreOptions, type CompressionType } from './wasm/core.js'
 export { UnsupportedCompressionError, WasmCoreError, CompressionCodecError, CorruptCompressedDataError, DecompressedSizeLimitError } from './wasm/errors.js'
 export { murmur2, partitionForKey } from './producer/partitioner.js'
-export { websocket, AuthenticationException, AuthorizationException, type WebSocketTransportOptions } from './transport/websocket.js'
+export { websocket, type WebSocketTransportOptions } from './transport/websocket.js'
 export { cloudflareSockets, type CloudflareSocketsOptions, type CloudflareConnect, type CloudflareSocketLike } from './transport/cloudflare-sockets.js'

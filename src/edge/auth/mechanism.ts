@@ -26,3 +26,19 @@ export interface SaslExchange {
    */
   respond(challenge: Uint8Array | null): Promise<Uint8Array | null>
 }
+
+/** Shared by the mechanisms: text and base64 on Web APIs only (no Buffer in browsers or workerd). */
+export const utf8 = new TextEncoder()
+
+export function base64Encode(bytes: Uint8Array): string {
+  let bin = ''
+  for (let i = 0; i < bytes.length; i++) bin += String.fromCharCode(bytes[i]!)
+  return btoa(bin)
+}
+
+export function base64Decode(text: string): Uint8Array<ArrayBuffer> {
+  const bin = atob(text)
+  const out = new Uint8Array(bin.length)
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i)
+  return out
+}

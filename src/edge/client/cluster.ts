@@ -1,7 +1,8 @@
+import type { SaslMechanism } from '../auth/mechanism.js'
 import type { Clock } from '../clock.js'
 import { KafkaEdgeError, NetworkException } from '../errors.js'
 import { Metadata, type Message } from '../protocol/index.js'
-import type { BrokerAddress, Transport } from '../transport/transport.js'
+import type { BrokerAddress, TlsSettings, Transport } from '../transport/transport.js'
 import { Connection } from './connection.js'
 
 export interface PartitionMetadata {
@@ -24,6 +25,9 @@ export interface ClusterOptions {
   clientId: string
   requestTimeoutMs: number
   metadataMaxAgeMs: number
+  tls?: TlsSettings | null
+  sasl?: SaslMechanism | null
+  random?: () => number
 }
 
 /**
@@ -40,6 +44,8 @@ export class Cluster {
   private lastRefreshMs = -Infinity
   private needsUpdate = false
   clusterId: string | null = null
+  /** The most recent connection or metadata failure: what a max.block.ms timeout names as its cause. */
+  lastError: Error | null = null
 
   constructor(private readonly opts: ClusterOptions) {}
 
@@ -60,9 +66,10 @@ export class Cluster {
   private open(key: number, address: BrokerAddress): Connection {
     const conn = new Connection(address, this.opts.transport, {
       clientId: this.opts.clientId, requestTimeoutMs: this.opts.requestTimeoutMs, clock: this.opts.clock,
+      tls: this.opts.tls, sasl: this.opts.sasl, random: this.opts.random,
     })
     this.connections.set(key, conn)
-    conn.connect().catch(() => {})
+    conn.connect().catch((e: unknown) => { this.lastError = e instanceof Error ? e : new NetworkException(String(e)) })
     return conn
   }
 
@@ -111,9 +118,11 @@ export class Cluster {
         }).response
         this.apply(res)
         this.lastRefreshMs = this.opts.clock.now()
+        this.lastError = null
         return
       } catch (e) {
         lastError = e
+        this.lastError = e instanceof Error ? e : new NetworkException(String(e))
         conn.close()
       }
     }

@@ -1,7 +1,9 @@
+import type { SaslMechanism } from '../auth/mechanism.js'
+import { authenticate, reauthenticationDelay } from '../auth/sasl.js'
 import type { Clock } from '../clock.js'
 import { ClosedError, KafkaEdgeError, NetworkException, ProtocolError, TimeoutException } from '../errors.js'
 import { ApiVersions, apiError, decodeResponse, encodeRequest, responseCorrelationId, type ApiSchema, type Message } from '../protocol/index.js'
-import type { BrokerAddress, Link, Transport } from '../transport/transport.js'
+import type { BrokerAddress, Link, TlsSettings, Transport } from '../transport/transport.js'
 
 export interface ConnectionOptions {
   clientId: string
@@ -9,6 +11,11 @@ export interface ConnectionOptions {
   clock: Clock
   clientSoftwareName?: string
   clientSoftwareVersion?: string
+  /** Authenticate every connection (and re-authenticate before the broker's session lifetime ends). */
+  sasl?: SaslMechanism | null
+  /** Handed to the transport: TLS to the broker. */
+  tls?: TlsSettings | null
+  random?: () => number
 }
 
 export interface PendingRequest {
@@ -50,6 +57,9 @@ export class Connection {
   get isReady(): boolean { return this.negotiated && this.closedError === null }
   private negotiated = false
   get inFlightCount(): number { return this.inFlight.size }
+  private reauthTimer: unknown = null
+  /** KIP-368 re-authentications completed on this connection (tests count them to spot reconnect storms). */
+  reauthentications = 0
 
   /** Opens the link and negotiates versions; safe to call repeatedly. */
   connect(): Promise<void> {
@@ -68,11 +78,52 @@ export class Connection {
     const link = await this.transport.open(this.address, {
       onFrame: (frame) => this.onFrame(frame),
       onClose: (error) => this.fail(error ?? new NetworkException(`connection to ${this.describe()} closed`)),
-    })
+    }, this.opts.tls ? { tls: this.opts.tls } : undefined)
     if (this.closedError) { link.close(); throw this.closedError }
     this.link = link
     await this.negotiateVersions()
+    if (this.opts.sasl) this.scheduleReauthentication(await this.authenticate(this.opts.sasl))
     this.negotiated = true
+  }
+
+  /** Runs on a quiet connection: before the first request, or behind the re-authentication gate. */
+  private async authenticate(mechanism: SaslMechanism): Promise<number> {
+    const call = (api: ApiSchema, body: Message) => {
+      const version = this.versionFor(api)
+      if (version === null) throw new KafkaEdgeError(`broker ${this.describe()} does not support ${api.name}; it cannot authenticate with SASL`)
+      return this.rawRequest(api, version, body, true, this.opts.requestTimeoutMs, true).response
+    }
+    return (await authenticate(mechanism, this.address, call)).lifetimeMs
+  }
+
+  private scheduleReauthentication(lifetimeMs: number): void {
+    if (lifetimeMs <= 0 || this.closedError) return
+    this.reauthTimer = this.opts.clock.setTimeout(() => { void this.reauthenticate() }, reauthenticationDelay(lifetimeMs, this.opts.random))
+  }
+
+  /**
+   * KIP-368 re-authentication without dropping the connection. Requests already written stay in
+   * flight (the broker answers them before it reads the handshake, so their responses arrive in
+   * order); requests made meanwhile wait behind a gate in the write chain until it completes.
+   */
+  private async reauthenticate(): Promise<void> {
+    this.reauthTimer = null
+    if (this.closedError || !this.opts.sasl) return
+    let release!: () => void
+    const gate = new Promise<void>((r) => { release = r })
+    const before = this.writeChain
+    this.writeChain = gate
+    try {
+      await before
+      if (this.closedError) return
+      const lifetimeMs = await this.authenticate(this.opts.sasl)
+      this.reauthentications++
+      this.scheduleReauthentication(lifetimeMs)
+    } catch (e) {
+      this.fail(e instanceof Error ? e : new NetworkException(String(e)))
+    } finally {
+      release()
+    }
   }
 
   private async negotiateVersions(): Promise<void> {
@@ -129,7 +180,8 @@ export class Connection {
     return { written, response }
   }
 
-  private rawRequest(api: ApiSchema, version: number, body: Message, expectResponse = true, timeoutMs = this.opts.requestTimeoutMs): PendingRequest {
+  /** `direct` writes at once, past the write chain: only for authentication on a connection nobody else writes to. */
+  private rawRequest(api: ApiSchema, version: number, body: Message, expectResponse = true, timeoutMs = this.opts.requestTimeoutMs, direct = false): PendingRequest {
     if (this.closedError) {
       const e = this.closedError
       return { written: Promise.reject(e), response: Promise.reject(e) }
@@ -149,11 +201,12 @@ export class Connection {
         this.inFlight.set(correlationId, { api, version, resolve, reject, timer })
       })
     }
-    const written = this.writeChain.then(() => {
+    const write = () => {
       if (this.closedError) throw this.closedError
       return link.write(frame)
-    })
-    this.writeChain = written.catch(() => {})
+    }
+    const written = direct ? Promise.resolve().then(write) : this.writeChain.then(write)
+    if (!direct) this.writeChain = written.catch(() => {})
     written.catch((e) => this.fail(e instanceof Error ? e : new NetworkException(String(e))))
     if (!expectResponse) response = written.then(() => ({}))
     return { written, response: response! }
@@ -195,6 +248,7 @@ export class Connection {
       entry.reject(error)
     }
     this.inFlight.clear()
+    if (this.reauthTimer !== null) this.opts.clock.clearTimeout(this.reauthTimer)
     this.link?.close()
     this.onClose?.(error)
   }

@@ -1,7 +1,11 @@
 import { systemClock, type Clock } from '../clock.js'
 import { ConfigException } from '../errors.js'
 import type { CompressionType } from '../wasm/core.js'
-import type { Transport } from '../transport/transport.js'
+import type { SaslMechanism } from '../auth/mechanism.js'
+import { oauthBearer, parseJaasConfig, plain, type OAuthBearerToken } from '../auth/sasl.js'
+import { awsMskIam, type AwsCredentials } from '../auth/aws-msk-iam.js'
+import { scram } from '../auth/scram.js'
+import type { TlsSettings, Transport } from '../transport/transport.js'
 
 /**
  * Producer settings with the Java client's names and 4.x defaults, and the same ConfigException
@@ -31,9 +35,19 @@ export interface ProducerConfig {
   partitionerIgnoreKeys: boolean
   partitionerAdaptive: boolean
   transport: Transport
+  security: SecurityConfig
   clock: Clock
   random: () => number
   wasm: unknown
+}
+
+export type SecurityProtocol = 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL'
+
+/** What every broker connection does before its first request: TLS from the transport, then SASL. */
+export interface SecurityConfig {
+  protocol: SecurityProtocol
+  tls: TlsSettings | null
+  sasl: SaslMechanism | null
 }
 
 export type ProducerSettings = Record<string, unknown>
@@ -56,6 +70,35 @@ const str = (v: unknown, key: string): string => {
   return v
 }
 const any = (v: unknown): unknown => v
+const fn = (v: unknown, key: string): unknown => {
+  if (typeof v !== 'function') throw new ConfigException(`${key} must be a function`)
+  return v
+}
+const oneOf = (values: readonly string[]) => (v: unknown, key: string): string => {
+  const s = str(v, key)
+  if (!values.includes(s)) throw new ConfigException(`${key} must be one of ${values.map((x) => JSON.stringify(x)).join(', ')}, got ${JSON.stringify(v)}`)
+  return s
+}
+// PEM text, not a path: Workers and browsers have no file system, and a path typo would otherwise
+// surface as an unknown-CA failure on the wire.
+const pem = (v: unknown, key: string): string => {
+  const s = str(v, key)
+  if (!/-----BEGIN [A-Z0-9 ]+-----/.test(s)) throw new ConfigException(`${key} must hold PEM text (-----BEGIN ...-----), not a file name; read the file and pass its contents`)
+  return s
+}
+function parseExtensions(v: unknown, key: string): Record<string, string> {
+  if (typeof v === 'string') {
+    const out: Record<string, string> = {}
+    for (const part of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+      const eq = part.indexOf('=')
+      if (eq <= 0) throw new ConfigException(`${key} entry ${JSON.stringify(part)} is not key=value`)
+      out[part.slice(0, eq)] = part.slice(eq + 1)
+    }
+    return out
+  }
+  if (v && typeof v === 'object' && Object.values(v).every((x) => typeof x === 'string')) return v as Record<string, string>
+  throw new ConfigException(`${key} must be an object of strings or "key=value,key=value"`)
+}
 
 const INT_MAX = 2147483647
 const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
@@ -90,6 +133,19 @@ const SPECS: Spec[] = [
   { key: 'metadata.max.age.ms', default: 300000, parse: int(0) },
   { key: 'partitioner.ignore.keys', default: false, parse: bool },
   { key: 'partitioner.adaptive.partitioning.enable', default: true, parse: bool },
+  { key: 'security.protocol', default: 'PLAINTEXT', parse: oneOf(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL']) },
+  { key: 'sasl.mechanism', default: null, parse: oneOf(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER', 'AWS_MSK_IAM']) },
+  { key: 'sasl.username', default: null, parse: str },
+  { key: 'sasl.password', default: null, parse: str },
+  { key: 'sasl.jaas.config', default: null, parse: str },
+  { key: 'sasl.oauthbearer.token.provider', default: null, parse: fn },
+  { key: 'sasl.oauthbearer.extensions', default: null, parse: (v, k) => parseExtensions(v, k) },
+  { key: 'sasl.aws.credentials.provider', default: null, parse: fn },
+  { key: 'sasl.aws.region', default: null, parse: str },
+  { key: 'ssl.ca.pem', default: null, parse: pem },
+  { key: 'ssl.certificate.pem', default: null, parse: pem },
+  { key: 'ssl.key.pem', default: null, parse: pem },
+  { key: 'ssl.endpoint.identification.algorithm', default: 'https', parse: oneOf(['https', '']) },
   { key: 'transport', default: undefined, parse: any },
   { key: 'clock', default: systemClock, parse: any },
   { key: 'random', default: Math.random, parse: any },
@@ -175,6 +231,8 @@ export function parseConfig(settings: ProducerSettings): ProducerConfig {
   const transport = get<Transport>('transport')
   if (!transport || typeof (transport as Transport).open !== 'function') throw new ConfigException('transport must be a Transport, e.g. tcp() or websocket({ url })')
 
+  const security = parseSecurity(get, given, transport)
+
   return {
     bootstrapServers: get('bootstrap.servers') ?? (() => { throw new ConfigException('bootstrap.servers is required') })(),
     clientId: get('client.id'),
@@ -199,8 +257,101 @@ export function parseConfig(settings: ProducerSettings): ProducerConfig {
     partitionerIgnoreKeys: get('partitioner.ignore.keys'),
     partitionerAdaptive: get('partitioner.adaptive.partitioning.enable'),
     transport,
+    security,
     clock: get('clock'),
     random: get('random'),
     wasm: get('wasm'),
   }
+}
+
+const SASL_KEYS = ['sasl.mechanism', 'sasl.username', 'sasl.password', 'sasl.jaas.config', 'sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions', 'sasl.aws.credentials.provider', 'sasl.aws.region']
+const SSL_KEYS = ['ssl.ca.pem', 'ssl.certificate.pem', 'ssl.key.pem', 'ssl.endpoint.identification.algorithm']
+const JAAS_MODULES: Record<string, string> = {
+  PLAIN: 'org.apache.kafka.common.security.plain.PlainLoginModule',
+  'SCRAM-SHA-256': 'org.apache.kafka.common.security.scram.ScramLoginModule',
+  'SCRAM-SHA-512': 'org.apache.kafka.common.security.scram.ScramLoginModule',
+}
+
+/** security.protocol with the ssl.* and sasl.* settings, checked against each other and the transport. */
+function parseSecurity(get: <T>(k: string) => T, given: Map<string, unknown>, transport: Transport): SecurityConfig {
+  const protocol = get<SecurityProtocol>('security.protocol')
+  const usesTls = protocol === 'SSL' || protocol === 'SASL_SSL'
+  const usesSasl = protocol === 'SASL_PLAINTEXT' || protocol === 'SASL_SSL'
+  const set = (keys: string[]) => keys.filter((k) => given.has(k))
+
+  const strayTls = set(SSL_KEYS)
+  if (!usesTls && strayTls.length > 0) {
+    throw new ConfigException(`${strayTls.join(', ')} ${strayTls.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: set security.protocol to ${usesSasl ? 'SASL_SSL' : 'SSL'} to use TLS, or remove ${strayTls.length > 1 ? 'them' : 'it'}`)
+  }
+  const straySasl = set(SASL_KEYS)
+  if (!usesSasl && straySasl.length > 0) {
+    throw new ConfigException(`${straySasl.join(', ')} ${straySasl.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: set security.protocol to ${usesTls ? 'SASL_SSL' : 'SASL_PLAINTEXT'} to authenticate with SASL, or remove ${straySasl.length > 1 ? 'them' : 'it'}`)
+  }
+
+  let tls: TlsSettings | null = null
+  if (usesTls) {
+    const ca = get<string | null>('ssl.ca.pem')
+    const cert = get<string | null>('ssl.certificate.pem')
+    const key = get<string | null>('ssl.key.pem')
+    const verifyHostname = get<string>('ssl.endpoint.identification.algorithm') === 'https'
+    if ((cert === null) !== (key === null)) throw new ConfigException('ssl.certificate.pem and ssl.key.pem go together (mutual TLS): set both or neither')
+    if (!transport.tls) {
+      throw new ConfigException(`security.protocol ${protocol} needs a transport that speaks TLS to brokers; ${transport.name} does not (through the relay, TLS and SASL to the brokers are the relay's settings, and the page uses a wss:// URL)`)
+    }
+    if (transport.tls === 'system') {
+      const custom = set(['ssl.ca.pem', 'ssl.certificate.pem', 'ssl.key.pem'])
+      if (custom.length > 0 || !verifyHostname) {
+        throw new ConfigException(`${transport.name} verifies brokers against the runtime's own trust store and cannot take ${[...custom, ...(verifyHostname ? [] : ['ssl.endpoint.identification.algorithm=""'])].join(', ')}; remove ${custom.length + (verifyHostname ? 0 : 1) > 1 ? 'them' : 'it'} (under wrangler dev, NODE_EXTRA_CA_CERTS makes workerd trust a private CA)`)
+      }
+    }
+    tls = { ...(ca !== null && { ca }), ...(cert !== null && { cert }), ...(key !== null && { key }), verifyHostname }
+  }
+
+  let sasl: SaslMechanism | null = null
+  if (usesSasl) {
+    if (!transport.tls) throw new ConfigException(`security.protocol ${protocol} cannot be used with the ${transport.name} transport: SASL credentials stay on the relay (set them in its config), never in the page`)
+    sasl = saslFromSettings(get, given)
+  }
+  return { protocol, tls, sasl }
+}
+
+function saslFromSettings(get: <T>(k: string) => T, given: Map<string, unknown>): SaslMechanism {
+  const mechanism = get<string | null>('sasl.mechanism')
+  if (mechanism === null) {
+    throw new ConfigException("sasl.mechanism is required with SASL_PLAINTEXT / SASL_SSL (Kafka's default, GSSAPI, is not supported): set PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM")
+  }
+  const misplaced = (keys: string[]) => {
+    const found = keys.filter((k) => given.has(k))
+    if (found.length > 0) throw new ConfigException(`${found.join(', ')} ${found.length > 1 ? 'do' : 'does'} not apply to sasl.mechanism ${mechanism}; remove ${found.length > 1 ? 'them' : 'it'}`)
+  }
+  if (mechanism === 'PLAIN' || mechanism === 'SCRAM-SHA-256' || mechanism === 'SCRAM-SHA-512') {
+    misplaced(['sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions', 'sasl.aws.credentials.provider', 'sasl.aws.region'])
+    let username = get<string | null>('sasl.username')
+    let password = get<string | null>('sasl.password')
+    const jaas = get<string | null>('sasl.jaas.config')
+    if (jaas !== null) {
+      if (username !== null || password !== null) throw new ConfigException('set either sasl.jaas.config or sasl.username/sasl.password, not both')
+      let parsed: ReturnType<typeof parseJaasConfig>
+      try { parsed = parseJaasConfig(jaas) } catch (e) { throw new ConfigException(`sasl.jaas.config does not parse: ${(e as Error).message}`) }
+      if (parsed.loginModule !== JAAS_MODULES[mechanism]) {
+        throw new ConfigException(`sasl.jaas.config names ${parsed.loginModule}, but sasl.mechanism ${mechanism} needs ${JAAS_MODULES[mechanism]}`)
+      }
+      username = parsed.options.username ?? null
+      password = parsed.options.password ?? null
+    }
+    if (username === null || password === null) throw new ConfigException(`sasl.mechanism ${mechanism} needs sasl.username and sasl.password (or a sasl.jaas.config with username= and password=)`)
+    return mechanism === 'PLAIN' ? plain({ username, password }) : scram({ hash: mechanism === 'SCRAM-SHA-256' ? 'SHA-256' : 'SHA-512', username, password })
+  }
+  if (mechanism === 'OAUTHBEARER') {
+    misplaced(['sasl.username', 'sasl.password', 'sasl.jaas.config', 'sasl.aws.credentials.provider', 'sasl.aws.region'])
+    const tokenProvider = get<(() => Promise<OAuthBearerToken>) | null>('sasl.oauthbearer.token.provider')
+    if (!tokenProvider) throw new ConfigException('sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.token.provider: a function returning Promise<{ token, lifetimeMs }>')
+    const extensions = get<Record<string, string> | null>('sasl.oauthbearer.extensions') ?? {}
+    try { return oauthBearer({ tokenProvider, extensions }) } catch (e) { throw new ConfigException(`sasl.oauthbearer.extensions: ${(e as Error).message}`) }
+  }
+  misplaced(['sasl.username', 'sasl.password', 'sasl.jaas.config', 'sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions'])
+  const credentials = get<(() => Promise<AwsCredentials>) | null>('sasl.aws.credentials.provider')
+  const region = get<string | null>('sasl.aws.region')
+  if (!credentials || !region) throw new ConfigException('sasl.mechanism AWS_MSK_IAM needs sasl.aws.region and sasl.aws.credentials.provider (a function returning { accessKeyId, secretAccessKey, sessionToken? })')
+  return awsMskIam({ region, credentials })
 }

@@ -80,7 +80,10 @@ export class Producer {
   constructor(settings: ProducerSettings) {
     this.config = parseConfig(settings)
     const c = this.config
-    this.cluster = new Cluster({ bootstrap: c.bootstrapServers, transport: c.transport, clock: c.clock, clientId: c.clientId, requestTimeoutMs: c.requestTimeoutMs, metadataMaxAgeMs: c.metadataMaxAgeMs })
+    this.cluster = new Cluster({
+      bootstrap: c.bootstrapServers, transport: c.transport, clock: c.clock, clientId: c.clientId, requestTimeoutMs: c.requestTimeoutMs,
+      metadataMaxAgeMs: c.metadataMaxAgeMs, tls: c.security.tls, sasl: c.security.sasl, random: c.random,
+    })
     this.txn = c.idempotence ? new TransactionManager(c.transactionalId, (b, s) => {
       restamp(this.core!, b.bytes!, s)
       b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence; b.transactional = s.transactional
@@ -318,9 +321,14 @@ export class Producer {
   }
 
   private blockTimeout(p: PendingSend): Error {
-    return this.cluster.partitionCount(p.topic) === 0
-      ? new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms); create the topic or check its name`)
-      : new TimeoutException(`send() blocked for max.block.ms (${this.config.maxBlockMs} ms)`)
+    const cause = this.cluster.lastError
+    if (this.cluster.partitionCount(p.topic) === 0) {
+      // Without an answer from any broker, "create the topic" would send the user the wrong way.
+      return cause
+        ? new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms): no broker answered; last error: ${cause.message}`, { cause })
+        : new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms); create the topic or check its name`)
+    }
+    return new TimeoutException(`send() blocked for max.block.ms (${this.config.maxBlockMs} ms)`, cause ? { cause } : {})
   }
 
   private withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

@@ -1,5 +1,5 @@
-import { KafkaEdgeError, NetworkException, ProtocolError } from '../errors.js'
-import { FrameDecoder } from './frame-decoder.js'
+import { KafkaEdgeError, NetworkException, ProtocolError, SslAuthenticationException } from '../errors.js'
+import { FrameDecoder, looksLikeTlsRecord, plaintextToTlsError } from './frame-decoder.js'
 import type { BrokerAddress, Link, LinkHandlers, Transport } from './transport.js'
 
 /** The part of a `cloudflare:sockets` Socket this transport uses. */
@@ -24,8 +24,6 @@ export interface CloudflareSocketsOptions {
    * so this file still loads in browsers and Node.
    */
   connect?: CloudflareConnect
-  /** 'on' for TLS listeners (e.g. a managed Kafka's SSL port). Default 'off' (PLAINTEXT). */
-  secureTransport?: 'off' | 'on'
   connectTimeoutMs?: number
   maxFrameBytes?: number
   /** Rewrites a broker address before connecting (NAT, a Cloudflare Tunnel hostname). */
@@ -57,19 +55,22 @@ function importConnect(): Promise<CloudflareConnect> {
 export function cloudflareSockets(options: CloudflareSocketsOptions = {}): Transport {
   return {
     name: 'cloudflare-sockets',
-    open: async (address, handlers) => {
+    // TLS is the producer's security.protocol (SSL / SASL_SSL); workerd verifies the broker against
+    // its own trust store and takes no CA, client certificate or verification switch.
+    tls: 'system',
+    open: async (address, handlers, open) => {
       const connect = options.connect ?? await importConnect()
-      return openSocket(connect, address, handlers, options)
+      return openSocket(connect, address, handlers, options, open?.tls !== undefined)
     },
   }
 }
 
-async function openSocket(connect: CloudflareConnect, address: BrokerAddress, handlers: LinkHandlers, o: CloudflareSocketsOptions): Promise<Link> {
+async function openSocket(connect: CloudflareConnect, address: BrokerAddress, handlers: LinkHandlers, o: CloudflareSocketsOptions, tls: boolean): Promise<Link> {
   const target = o.resolve ? o.resolve(address) : address
   const where = `${target.host}:${target.port}`
   let socket: CloudflareSocketLike
   try {
-    socket = connect({ hostname: target.host, port: target.port }, { secureTransport: o.secureTransport ?? 'off', allowHalfOpen: false })
+    socket = connect({ hostname: target.host, port: target.port }, { secureTransport: tls ? 'on' : 'off', allowHalfOpen: false })
   } catch (e) {
     throw new NetworkException(`cannot connect to ${where}: ${(e as Error)?.message ?? e}`, { cause: e })
   }
@@ -84,7 +85,14 @@ async function openSocket(connect: CloudflareConnect, address: BrokerAddress, ha
     ])
   } catch (e) {
     try { void Promise.resolve(socket.close()).catch(() => {}) } catch { /* already closed */ }
-    throw e instanceof NetworkException ? e : new NetworkException(`cannot connect to ${where}: ${(e as Error)?.message ?? e}`, { cause: e })
+    if (e instanceof NetworkException) throw e
+    const message = (e as Error)?.message ?? String(e)
+    // workerd reports a failed TLS handshake and an unreachable host with the same words, so the
+    // error names both; with TLS on, it is not retried (a bad certificate does not heal).
+    if (tls && /proxy request failed|cannot connect to the specified address|TLS|certificate/i.test(message)) {
+      throw new SslAuthenticationException(target.host, 'TLS connection failed', `TLS to ${where} failed: ${message}. Likely causes: the broker certificate is not trusted by workerd (a private CA: under wrangler dev set NODE_EXTRA_CA_CERTS to its PEM file; deployed Workers trust public CAs only), or the host is unreachable from here`, { cause: e })
+    }
+    throw new NetworkException(`cannot connect to ${where}: ${message}`, { cause: e })
   } finally {
     clearTimeout(timer)
   }
@@ -93,6 +101,7 @@ async function openSocket(connect: CloudflareConnect, address: BrokerAddress, ha
   const reader = socket.readable.getReader()
   const writer = socket.writable.getWriter()
   let closed = false
+  let first = true
 
   const shutdown = () => {
     try { reader.cancel().catch(() => {}) } catch { /* released */ }
@@ -112,9 +121,14 @@ async function openSocket(connect: CloudflareConnect, address: BrokerAddress, ha
         const { value, done } = await reader.read()
         if (done) return finish(new NetworkException(`connection to ${where} closed by peer`))
         if (closed) return
+        const bytes = value instanceof Uint8Array ? value : new Uint8Array(value as ArrayBufferLike)
+        if (first) {
+          first = false
+          if (!tls && looksLikeTlsRecord(bytes)) return finish(plaintextToTlsError(target.host, target.port))
+        }
         let frames: Uint8Array[]
         try {
-          frames = decoder.push(value instanceof Uint8Array ? value : new Uint8Array(value as ArrayBufferLike))
+          frames = decoder.push(bytes)
         } catch (e) {
           return finish(e instanceof ProtocolError ? e : new ProtocolError(String(e)))
         }

@@ -1,4 +1,4 @@
-import { ProtocolError } from '../errors.js'
+import { ProtocolError, SslAuthenticationException } from '../errors.js'
 
 export const DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 
@@ -57,4 +57,18 @@ export class FrameDecoder {
     this.pending.set(bytes, this.pendingLen)
     this.pendingLen = need
   }
+}
+
+/**
+ * Bytes that open a TLS record (handshake or alert, TLS 1.0-1.3) where a Kafka frame size was
+ * expected: a plaintext client reached a TLS listener. Worth telling apart from a corrupt stream,
+ * because the fix is a setting, not a retry.
+ */
+export function looksLikeTlsRecord(chunk: Uint8Array): boolean {
+  return chunk.length >= 3 && (chunk[0] === 0x15 || chunk[0] === 0x16) && chunk[1] === 0x03 && chunk[2]! <= 0x04
+}
+
+export function plaintextToTlsError(host: string, port: number): SslAuthenticationException {
+  return new SslAuthenticationException(host, 'broker expects TLS',
+    `${host}:${port} answered with TLS: its listener expects TLS, and this producer speaks plaintext. Set security.protocol to SSL (or SASL_SSL) or use the plaintext port`)
 }

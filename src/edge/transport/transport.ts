@@ -23,7 +23,36 @@ export interface Link {
   close(): void
 }
 
+/**
+ * TLS to the broker, from the producer's ssl.* settings. PEM text, not file paths: the same settings
+ * work where there is no file system (Workers, browsers).
+ */
+export interface TlsSettings {
+  /** Trusted CA certificates (PEM). Unset: the runtime's default trust store. */
+  readonly ca?: string
+  /** Client certificate chain and key (PEM), for mutual TLS. */
+  readonly cert?: string
+  readonly key?: string
+  /** ssl.endpoint.identification.algorithm=https: the certificate must name the host we dialled. */
+  readonly verifyHostname: boolean
+}
+
+export interface OpenOptions {
+  /** Present when security.protocol is SSL or SASL_SSL. */
+  readonly tls?: TlsSettings
+}
+
+/**
+ * What a transport can do about TLS, so a setting it cannot honour is a ConfigException at
+ * createProducer() rather than a surprise on the wire:
+ * - 'full': CA, client certificate and hostname-verification settings all apply (Node tcp());
+ * - 'system': TLS with the runtime's own trust store only (cloudflare:sockets);
+ * - absent: the transport carries no TLS to brokers itself (the relay's WebSocket: the relay does).
+ */
+export type TlsSupport = 'full' | 'system'
+
 export interface Transport {
   readonly name: string
-  open(address: BrokerAddress, handlers: LinkHandlers): Promise<Link>
+  readonly tls?: TlsSupport
+  open(address: BrokerAddress, handlers: LinkHandlers, options?: OpenOptions): Promise<Link>
 }

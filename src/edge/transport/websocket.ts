@@ -1,10 +1,5 @@
-import { KafkaEdgeError, NetworkException, ProtocolError, RecordTooLargeException } from '../errors.js'
+import { AuthenticationException, AuthorizationException, KafkaEdgeError, NetworkException, ProtocolError, RecordTooLargeException } from '../errors.js'
 import type { BrokerAddress, Link, LinkHandlers, Transport } from './transport.js'
-
-/** The relay refused the token (missing, forged, wrong audience, expired). Not retriable with the same token. */
-export class AuthenticationException extends KafkaEdgeError {}
-/** The token does not allow this API, topic, transactional id or group. Not retriable. */
-export class AuthorizationException extends KafkaEdgeError {}
 
 /** The subset of the WHATWG WebSocket this transport uses: browsers, workerd, Node 22, and `ws`. */
 export interface WebSocketLike {
