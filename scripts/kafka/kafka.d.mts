@@ -78,6 +78,9 @@ export const USERS: { user: string; password: string }[]
 export function ports(base: number, id: number): { port: number; saslPort: number; controllerPort: number }
 export function libsReady(): boolean
 export function fetchLibs(opts?: { force?: boolean }): void
+export const MSK_IAM_LIBS: string
+export function mskIamLibsReady(): boolean
+export function fetchMskIamLibs(opts?: { force?: boolean }): void
 export function classpath(): string
 export function probe(host: string, port: number, timeoutMs?: number): Promise<ProbeResult>
 export function up(opts?: { name?: string; nodes?: number; sasl?: boolean; basePort?: number; tv?: number | null; owner?: string }): Promise<ClusterJson>

@@ -13,7 +13,8 @@
 //   node scripts/kafka/kafka.mjs dump-batches <name> <topic> [--node ID]   (JSON lines)
 //   node scripts/kafka/kafka.mjs tool Reader|Admin|Produce <args...>      (Java helpers, see their headers)
 //
-// Layout: .kafka/libs (jars), .kafka/clusters/<name>/node-<id>/{server.properties,log4j2.properties,
+// Layout: .kafka/libs (jars), .kafka/msk-iam-libs (aws-msk-iam-auth jars for the AWS_MSK_IAM test, also
+// fetched by `fetch`), .kafka/clusters/<name>/node-<id>/{server.properties,log4j2.properties,
 // data/,logs/server.log,stdout.log,pid}, .kafka/clusters/<name>/cluster.json (+ .kafka/cluster.json for
 // the `default` cluster).
 import { spawn, spawnSync, execFile } from 'node:child_process'
@@ -122,37 +123,57 @@ function writeJsonAtomic(file, obj) {
 // ---------------------------------------------------------------------------------------------
 // fetch
 
-function pomHash() { return createHash('sha256').update(fs.readFileSync(POM)).digest('hex') }
+function pomHash(pom = POM) { return createHash('sha256').update(fs.readFileSync(pom)).digest('hex') }
 
-export function libsReady() {
-  const stamp = readJson(STAMP)
-  if (!stamp || stamp.pom !== pomHash()) return false
+function mavenLibsReady(pom, dir, marker) {
+  const stamp = readJson(path.join(dir, '.stamp'))
+  if (!stamp || stamp.pom !== pomHash(pom)) return false
   try {
-    const jars = fs.readdirSync(LIBS).filter((f) => f.endsWith('.jar'))
-    return jars.length === stamp.jars && jars.some((j) => /^kafka_2\.13-.*\.jar$/.test(j))
+    const jars = fs.readdirSync(dir).filter((f) => f.endsWith('.jar'))
+    return jars.length === stamp.jars && jars.some((j) => marker.test(j))
   } catch { return false }
 }
 
-export function fetchLibs({ force = false } = {}) {
-  if (!force && libsReady()) { log(`libs up to date (${LIBS})`); return }
+/** `mvn dependency:copy-dependencies` of `pom` into `dir`, stamped with the pom's hash. */
+function fetchMavenLibs(pom, dir, marker, what) {
   fs.mkdirSync(KAFKA_HOME, { recursive: true })
   // copy into a fresh directory and swap it in: copy-dependencies skips files it believes are
   // present and never removes stale versions, so an in-place copy mixes old and new jars.
-  const tmp = path.join(KAFKA_HOME, `libs.tmp-${process.pid}`)
+  const tmp = `${dir}.tmp-${process.pid}`
   fs.rmSync(tmp, { recursive: true, force: true })
-  log('fetching Apache Kafka jars with Maven ...')
-  const r = spawnSync('mvn', ['-q', '-B', '-f', POM, 'dependency:copy-dependencies',
+  log(`fetching ${what} jars with Maven ...`)
+  const r = spawnSync('mvn', ['-q', '-B', '-f', pom, 'dependency:copy-dependencies',
     `-DoutputDirectory=${tmp}`, '-DincludeScope=runtime'], { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' })
   if (r.error) fail(`cannot run mvn: ${r.error.message} (install Maven 3.8+)`)
   if (r.status !== 0) fail(`mvn dependency:copy-dependencies failed (${r.status}):\n${r.stdout}\n${r.stderr}`)
   const jars = fs.readdirSync(tmp).filter((f) => f.endsWith('.jar'))
-  if (!jars.some((j) => /^kafka_2\.13-.*\.jar$/.test(j))) fail(`Maven produced no kafka_2.13 jar in ${tmp}`)
-  fs.writeFileSync(path.join(tmp, '.stamp'), JSON.stringify({ pom: pomHash(), jars: jars.length, when: new Date().toISOString() }) + '\n')
-  const old = path.join(KAFKA_HOME, `libs.old-${process.pid}`)
-  if (fs.existsSync(LIBS)) fs.renameSync(LIBS, old)
-  fs.renameSync(tmp, LIBS)
+  if (!jars.some((j) => marker.test(j))) fail(`Maven produced no ${marker} jar in ${tmp}`)
+  fs.writeFileSync(path.join(tmp, '.stamp'), JSON.stringify({ pom: pomHash(pom), jars: jars.length, when: new Date().toISOString() }) + '\n')
+  const old = `${dir}.old-${process.pid}`
+  if (fs.existsSync(dir)) fs.renameSync(dir, old)
+  fs.renameSync(tmp, dir)
   fs.rmSync(old, { recursive: true, force: true })
-  log(`fetched ${jars.length} jars into ${LIBS}`)
+  log(`fetched ${jars.length} jars into ${dir}`)
+}
+
+const KAFKA_JAR = /^kafka_2\.13-.*\.jar$/
+export function libsReady() { return mavenLibsReady(POM, LIBS, KAFKA_JAR) }
+
+export function fetchLibs({ force = false } = {}) {
+  if (!force && libsReady()) { log(`libs up to date (${LIBS})`); return }
+  fetchMavenLibs(POM, LIBS, KAFKA_JAR, 'Apache Kafka')
+}
+
+// Amazon's aws-msk-iam-auth and its AWS SDK, the reference for the AWS_MSK_IAM mechanism's test
+// (MskIamPayload.java). A directory of their own: the brokers' classpath is LIBS/*.
+const MSK_IAM_POM = path.join(SCRIPT_DIR, 'msk-iam-pom.xml')
+export const MSK_IAM_LIBS = path.join(KAFKA_HOME, 'msk-iam-libs')
+const MSK_IAM_JAR = /^aws-msk-iam-auth-.*\.jar$/
+export function mskIamLibsReady() { return mavenLibsReady(MSK_IAM_POM, MSK_IAM_LIBS, MSK_IAM_JAR) }
+
+export function fetchMskIamLibs({ force = false } = {}) {
+  if (!force && mskIamLibsReady()) { log(`msk-iam libs up to date (${MSK_IAM_LIBS})`); return }
+  fetchMavenLibs(MSK_IAM_POM, MSK_IAM_LIBS, MSK_IAM_JAR, 'aws-msk-iam-auth')
 }
 
 function ensureLibs() { if (!libsReady()) fetchLibs() }
@@ -947,7 +968,7 @@ async function main() {
   const o = cmd === 'tool' ? { _: [] } : parseCli(rest)
   QUIET = !!o.quiet
   switch (cmd) {
-    case 'fetch': fetchLibs({ force: !!o.force }); break
+    case 'fetch': fetchLibs({ force: !!o.force }); fetchMskIamLibs({ force: !!o.force }); break
     case 'up': {
       const c = await up({ name: o.name, nodes: o.nodes, sasl: o.sasl, basePort: o['base-port'], tv: o.tv, owner: o.owner })
       if (o.json) process.stdout.write(JSON.stringify(c) + '\n')
