@@ -6,7 +6,8 @@ import { execFile, spawnSync } from 'node:child_process'
 import path from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { MSK_IAM_LIBS, ROOT, mskIamLibsReady } from '../../scripts/kafka/kafka.mjs'
-import { SaslAuthenticationException, awsMskIam, type AwsCredentials } from '../../src/edge/auth/aws-msk-iam.js'
+import { awsMskIam, type AwsCredentials } from '../../src/edge/auth/aws-msk-iam.js'
+import { SaslAuthenticationException } from '../../src/edge/errors.js'
 import { ConfigException, KafkaEdgeError } from '../../src/edge/errors.js'
 
 interface Case {

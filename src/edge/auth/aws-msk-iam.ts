@@ -7,7 +7,7 @@
  * Web-standard APIs only (crypto.subtle, TextEncoder), so it runs unchanged in browsers, workerd,
  * Node, Deno and Bun. test/unit/auth-aws-msk-iam.test.ts compares its bytes with the Java library's.
  */
-import { ConfigException, KafkaEdgeError } from '../errors.js'
+import { ConfigException, SaslAuthenticationException } from '../errors.js'
 import type { SaslExchange, SaslMechanism, SaslTarget } from './mechanism.js'
 
 export interface AwsCredentials {
@@ -30,12 +30,6 @@ export interface AwsMskIamOptions {
   userAgent?: string
 }
 
-/**
- * The broker rejected or garbled the exchange, or this side could not build its message (no
- * credentials, no WebCrypto). Defined here until the other SASL mechanisms need it too; it is meant
- * to move into errors.ts next to the other typed errors, under the same name.
- */
-export class SaslAuthenticationException extends KafkaEdgeError {}
 
 const MECHANISM = 'AWS_MSK_IAM'
 const VERSION = '2020_10_22'
