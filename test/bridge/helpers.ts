@@ -14,6 +14,11 @@ export function relayCluster(): Promise<Cluster> {
   return ensureCluster({ nodes: 1, name: 'relay', sasl: true })
 }
 
+/** SASL_SSL and SSL listeners besides PLAINTEXT; the same options as test/kafka/security.test.ts, so one cluster serves both. */
+export function relayTlsCluster(): Promise<Cluster> {
+  return ensureCluster({ tls: true, sasl: true })
+}
+
 export interface RelayOverrides { [k: string]: unknown }
 
 export async function startRelay(cluster: Cluster, overrides: RelayOverrides = {}, opts: BridgeOptions & { logs?: string[] } = {}): Promise<Bridge> {
