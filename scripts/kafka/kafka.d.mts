@@ -1,4 +1,6 @@
 // Types for the parts of scripts/kafka/kafka.mjs that TypeScript code (test/helpers/kafka.ts) imports.
+import type { ConnectionOptions } from 'node:tls'
+
 export interface ClusterNodeJson {
   id: number
   host: string
@@ -114,7 +116,15 @@ export function ensureTls(): TlsFiles & { id: string }
 export function libsReady(): boolean
 export function fetchLibs(opts?: { force?: boolean }): void
 export function classpath(): string
-export function probe(host: string, port: number, timeoutMs?: number): Promise<ProbeResult>
+export function probe(host: string, port: number, timeoutMs?: number, opts?: { tls?: ConnectionOptions }): Promise<ProbeResult>
+export interface SaslRound {
+  errorCode: number
+  errorMessage: string | null
+  authBytes: Buffer | null
+  sessionLifetimeMs: number
+}
+export function saslProbe(host: string, port: number, mechanism: string, messages: (Buffer | Uint8Array | string)[],
+  opts?: { tls?: ConnectionOptions; timeoutMs?: number }): Promise<{ handshakeError: number; mechanisms: string[]; rounds: SaslRound[] }>
 export function up(opts?: { name?: string; nodes?: number; sasl?: boolean; tls?: boolean; reauthMs?: number | null; basePort?: number; tv?: number | null; owner?: string }): Promise<ClusterJson>
 export function down(opts?: { name?: string; all?: boolean; owner?: string }): Promise<string[]>
 export function signalNode(name: string, id: number, what: 'kill' | 'stop' | 'cont'): Promise<{ id: number; pid: number }>

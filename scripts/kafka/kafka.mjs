@@ -22,6 +22,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
+import tls from 'node:tls'
 import { fileURLToPath } from 'node:url'
 
 const SCRIPT_DIR = path.dirname(fileURLToPath(import.meta.url))
@@ -186,23 +187,27 @@ function frame(apiKey, apiVersion, corr, body, flexibleHeader) {
   return Buffer.concat([size, payload])
 }
 
-function kafkaRequests(host, port, requests, timeoutMs) {
-  // requests: [{apiKey, build(prevBodies) -> {version, body}, flexibleHeader}] sent in order on one connection; resolves bodies.
+function kafkaRequests(host, port, requests, timeoutMs, tlsOptions) {
+  // requests: [{apiKey, build(prevBodies) -> {version, body} | null, flexibleHeader}] sent in order on one
+  // connection (TLS with tlsOptions); resolves bodies. A build returning null ends the exchange there.
   return new Promise((resolve, reject) => {
-    const sock = net.connect({ host, port })
+    const sock = tlsOptions ? tls.connect({ host, port, ...tlsOptions }) : net.connect({ host, port })
     let buf = Buffer.alloc(0)
     const out = []
     let next = 0
+    let done = false
     const timer = setTimeout(() => { sock.destroy(); reject(new Error(`timeout after ${timeoutMs}ms talking to ${host}:${port}`)) }, timeoutMs)
+    const finish = () => { done = true; clearTimeout(timer); sock.end(); resolve(out) }
     const send = () => {
       const r = requests[next]
       let b
       try { b = r.build(out) } catch (e) { clearTimeout(timer); sock.destroy(); reject(e); return }
+      if (b === null) { finish(); return }
       sock.write(frame(r.apiKey, b.version, next + 1, b.body, r.flexibleHeader))
     }
-    sock.on('connect', send)
+    sock.on(tlsOptions ? 'secureConnect' : 'connect', send)
     sock.on('error', (e) => { clearTimeout(timer); reject(e) })
-    sock.on('close', () => { clearTimeout(timer); if (out.length < requests.length) reject(new Error(`connection to ${host}:${port} closed`)) })
+    sock.on('close', () => { clearTimeout(timer); if (!done) reject(new Error(`connection to ${host}:${port} closed`)) })
     sock.on('data', (d) => {
       buf = Buffer.concat([buf, d])
       while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
@@ -212,7 +217,7 @@ function kafkaRequests(host, port, requests, timeoutMs) {
         out.push(body)
         next++
         if (next < requests.length) send()
-        else { clearTimeout(timer); sock.end(); resolve(out) }
+        else finish()
       }
     })
   })
@@ -264,8 +269,8 @@ function parseMetadata(body, version) {
   return { brokers, clusterId, controllerId }
 }
 
-/** ApiVersions v3 + Metadata (v1..v8) against one broker. */
-export async function probe(host, port, timeoutMs = 3000) {
+/** ApiVersions v3 + Metadata (v1..v8) against one broker; over TLS with `tls` (node:tls connect options). */
+export async function probe(host, port, timeoutMs = 3000, { tls: tlsOptions } = {}) {
   let av
   let mdVersion = 1
   const [, mdBody] = await kafkaRequests(host, port, [
@@ -284,9 +289,42 @@ export async function probe(host, port, timeoutMs = 3000) {
         return { version: mdVersion, body: metadataBody(mdVersion) }
       },
     },
-  ], timeoutMs)
+  ], timeoutMs, tlsOptions)
   const md = parseMetadata(mdBody, mdVersion)
   return { ...md, finalizedFeatures: Object.fromEntries(Object.entries(av.finalized).map(([k, v]) => [k, v.max])), supportedFeatures: av.supported, metadataVersion: mdVersion }
+}
+
+/**
+ * The broker's side of a SASL exchange, no JVM: SaslHandshake v1 for `mechanism`, then one
+ * SaslAuthenticate v1 per entry of `messages` (client tokens, Buffer or string), stopping after the
+ * first error. Over TLS with `tls` (node:tls connect options).
+ */
+export async function saslProbe(host, port, mechanism, messages, { tls: tlsOptions, timeoutMs = 5000 } = {}) {
+  const failed = (out) => out.length > 0 && out[out.length - 1].readInt16BE(0) !== 0
+  const mech = Buffer.from(mechanism)
+  const handshake = Buffer.alloc(2 + mech.length)
+  handshake.writeInt16BE(mech.length); mech.copy(handshake, 2)
+  const requests = [{ apiKey: 17, flexibleHeader: false, build: () => ({ version: 1, body: handshake }) }]
+  for (const m of messages) {
+    const token = Buffer.from(m)
+    const body = Buffer.alloc(4 + token.length)
+    body.writeInt32BE(token.length); token.copy(body, 4)
+    requests.push({ apiKey: 36, flexibleHeader: false, build: (out) => (failed(out) ? null : { version: 1, body }) })
+  }
+  const [hs, ...auths] = await kafkaRequests(host, port, requests, timeoutMs, tlsOptions)
+  const h = new Reader(hs)
+  const handshakeError = h.i16()
+  const mechanisms = Array.from({ length: Math.max(0, h.i32()) }, () => h.str())
+  const rounds = auths.map((b) => {
+    const r = new Reader(b)
+    const errorCode = r.i16()
+    const errorMessage = r.str()
+    const n = r.i32()
+    const authBytes = n < 0 ? null : Buffer.from(b.subarray(r.o, r.o + n))
+    r.o += Math.max(0, n)
+    return { errorCode, errorMessage, authBytes, sessionLifetimeMs: Number(b.readBigInt64BE(r.o)) }
+  })
+  return { handshakeError, mechanisms, rounds }
 }
 
 // ---------------------------------------------------------------------------------------------
