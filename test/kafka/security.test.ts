@@ -121,6 +121,14 @@ describe('bad security settings fail fast with a typed error that names the caus
     expect(ms).toBeLessThan(5_000)
   })
 
+  it('mutual TLS without a client certificate names the missing certificate', async () => {
+    const { error, ms } = await failure({ 'bootstrap.servers': bootstrapFor(cluster, 'SSL'), 'security.protocol': 'SSL', 'ssl.ca.pem': pem.ca })
+    expect(error).toBeInstanceOf(SslAuthenticationException)
+    expect((error as SslAuthenticationException).reason).toBe('client certificate refused')
+    expect(error.message).toMatch(/ssl\.certificate\.pem/)
+    expect(ms).toBeLessThan(5_000)
+  })
+
   it('a host name the certificate does not list is a hostname mismatch (and verification can be switched off)', async () => {
     const port = Number(bootstrapFor(cluster, 'SASL_SSL').split(',')[0]!.split(':')[1])
     const viaAlias = { ...saslSettings('PLAIN'), 'bootstrap.servers': `kafka.wrong-name.test:${port}`, transport: tcp({ resolve: (a) => ({ host: a.host === 'kafka.wrong-name.test' ? '127.0.0.1' : a.host, port: a.port }) }) }
