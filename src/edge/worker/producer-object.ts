@@ -1,33 +1,12 @@
 import coreModule from '../../../build/core.wasm'
 import { KafkaEdgeError } from '../errors.js'
-import type { ProducerSettings } from '../producer/config.js'
 import { createProducer, type Producer } from '../producer/producer.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
-import type { Transport } from '../transport/transport.js'
 import type { DurableObjectState, Env } from './env.js'
+import { countingOpens, securitySettings } from './settings.js'
 import type { TelemetryRecord } from './validate.js'
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
-
-/**
- * The producer's security settings from the Worker's vars and secrets. An empty value counts as unset
- * (`--var KAFKA_SASL_MECHANISM:` or an empty secret), so a half-cleared config fails in createProducer
- * with its ConfigException rather than sending an empty password. No ssl.* settings: cloudflare:sockets
- * verifies brokers against workerd's own trust store and takes no CA or client certificate.
- */
-export function securitySettings(env: Env): ProducerSettings {
-  const v = (s: string | undefined) => (s === undefined || s.trim() === '' ? undefined : s.trim())
-  const settings: ProducerSettings = {}
-  const protocol = v(env.KAFKA_SECURITY_PROTOCOL)?.toUpperCase()
-  if (protocol) settings['security.protocol'] = protocol
-  const mechanism = v(env.KAFKA_SASL_MECHANISM)?.toUpperCase()
-  if (mechanism) settings['sasl.mechanism'] = mechanism
-  const username = v(env.KAFKA_SASL_USERNAME)
-  if (username !== undefined) settings['sasl.username'] = username
-  // Passwords may legitimately begin or end with spaces: only an all-blank one counts as unset.
-  if (v(env.KAFKA_SASL_PASSWORD) !== undefined) settings['sasl.password'] = env.KAFKA_SASL_PASSWORD
-  return settings
-}
 
 /** What the object answers for a produced event. Offsets are strings: JSON has no 64-bit integers. */
 export interface ProducedEvent { id: string; partition: number; offset: string }
@@ -57,7 +36,7 @@ export class ProducerObject {
     this.producer = createProducer({
       'bootstrap.servers': this.env.KAFKA_BOOTSTRAP,
       // cloudflare:sockets is imported on first use (workerd resolves it); no bundler config needed.
-      transport: this.counted(cloudflareSockets()),
+      transport: countingOpens(cloudflareSockets(), () => { this.connectionsOpened++ }),
       // workerd refuses to compile WASM from bytes at runtime: hand over the module wrangler compiled.
       wasm: coreModule,
       'client.id': 'kafka-edge-telemetry',
@@ -69,22 +48,6 @@ export class ProducerObject {
       ...securitySettings(this.env),
     })
     return this.producer
-  }
-
-  /**
-   * Keeps the inner transport's TLS capability and passes the per-connection options through: without
-   * them the producer would refuse SSL/SASL_SSL (no TLS capability) or dial brokers in plaintext.
-   */
-  private counted(inner: Transport): Transport {
-    return {
-      name: inner.name,
-      ...(inner.tls && { tls: inner.tls }),
-      open: async (address, handlers, options) => {
-        const link = await inner.open(address, handlers, options)
-        this.connectionsOpened++
-        return link
-      },
-    }
   }
 
   async fetch(request: Request): Promise<Response> {
