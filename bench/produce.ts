@@ -3,6 +3,8 @@
 //   java              org.apache.kafka.tools.ProducerPerformance (the Java client's own perf tool)
 //   kafkajs           2.2.4, default (non-idempotent) producer
 //   kafkajs-idempotent  idempotent: true, which kafkajs only allows with maxInFlightRequests: 1
+//   kafka-edge-sasl-ssl, java-sasl-ssl   the same two over the broker's SASL_SSL listener (TLS 1.3,
+//                     SCRAM-SHA-512): what encryption and authentication cost each client
 // All: 100-byte values of random A-Z (what ProducerPerformance generates, per record, into one
 // reused array: see payloadSource), no key,
 // acks=all, linger 5 ms, lz4 (none if the WASM core in this tree lacks it: see results config).
@@ -67,8 +69,9 @@ export default async function produce(args: string[]): Promise<void> {
   process.env.KAFKA_EDGE_BROKER_JVM_OPTS ??= '-Xms1g -Xmx1g -XX:+UseParallelGC'
   const kafka = await import('../test/helpers/kafka.js')
   const harness = await import('../scripts/kafka/kafka.mjs')
-  const cluster = await kafka.ensureCluster({ name: CLUSTER, nodes: 1 })
+  const cluster = await kafka.ensureCluster({ name: CLUSTER, nodes: 1, tls: true, sasl: true })
   const bootstrap = kafka.bs(cluster)
+  const secure = secureEndpoint(cluster, kafka)
   const topicFor = async (impl: string) => {
     const t = kafka.uniqueTopic(`bench-${impl}`)
     await kafka.createTopic(cluster, t, { partitions: PARTITIONS, replicationFactor: 1 })
@@ -76,13 +79,18 @@ export default async function produce(args: string[]): Promise<void> {
   }
   const dropTopic = (t: string) => kafka.deleteTopic(cluster, t).catch(() => {})
 
-  const runNode = async (impl: 'kafka-edge' | 'kafkajs' | 'kafkajs-idempotent', n: number, profile = false): Promise<ChildResult> => {
+  const runNode = async (impl: 'kafka-edge' | 'kafka-edge-sasl-ssl' | 'kafkajs' | 'kafkajs-idempotent', n: number, profile = false): Promise<ChildResult> => {
     const topic = await topicFor(impl)
-    try { return await nodeChild(childJs, impl, bootstrap, topic, n, compression, profile) } finally { await dropTopic(topic) }
+    const viaTls = impl === 'kafka-edge-sasl-ssl'
+    try {
+      return await nodeChild(childJs, impl, viaTls ? secure.bootstrap : bootstrap, topic, n, compression, profile, viaTls ? secure.edge : null)
+    } finally { await dropTopic(topic) }
   }
-  const runJava = async (n: number): Promise<ChildResult> => {
-    const topic = await topicFor('java')
-    try { return await javaChild(harness.classpath(), bootstrap, topic, n, compression) } finally { await dropTopic(topic) }
+  const runJava = async (n: number, viaTls = false): Promise<ChildResult> => {
+    const topic = await topicFor(viaTls ? 'java-sasl-ssl' : 'java')
+    try {
+      return await javaChild(harness.classpath(), viaTls ? secure.bootstrap : bootstrap, topic, n, compression, viaTls ? secure.java : [])
+    } finally { await dropTopic(topic) }
   }
 
   const loadBefore = loadavg()[0]!
@@ -91,6 +99,8 @@ export default async function produce(args: string[]): Promise<void> {
   await runNode('kafka-edge', Math.min(RECORDS, 300_000))
   const javaStartup = runs('java') ? await runJava(1) : null
   if (javaStartup) console.log(`java 1-record run: ${(javaStartup.cpuTotalUs / 1000).toFixed(0)} ms CPU (subtracted from the Java runs)`)
+  const javaTlsStartup = runs('java-sasl-ssl') ? await runJava(1, true) : null
+  if (javaTlsStartup) console.log(`java-sasl-ssl 1-record run: ${(javaTlsStartup.cpuTotalUs / 1000).toFixed(0)} ms CPU (subtracted from its runs)`)
 
   const best = new Map<string, ChildResult>()
   const keep = (impl: string, r: ChildResult) => {
@@ -106,6 +116,11 @@ export default async function produce(args: string[]): Promise<void> {
       keep('java', { ...java, cpuLoopUs: Math.max(0, java.cpuTotalUs - javaStartup.cpuTotalUs) })
     }
     if (runs('kafka-edge')) keep('kafka-edge', await runNode('kafka-edge', RECORDS))
+    if (javaTlsStartup) {
+      const java = await runJava(RECORDS, true)
+      keep('java-sasl-ssl', { ...java, cpuLoopUs: Math.max(0, java.cpuTotalUs - javaTlsStartup.cpuTotalUs) })
+    }
+    if (runs('kafka-edge-sasl-ssl')) keep('kafka-edge-sasl-ssl', await runNode('kafka-edge-sasl-ssl', RECORDS))
   }
   if (runs('kafkajs-idempotent')) keep('kafkajs-idempotent', await runNode('kafkajs-idempotent', KAFKAJS_RECORDS))
   if (runs('kafkajs')) keep('kafkajs', await runNode('kafkajs', KAFKAJS_RECORDS))
@@ -133,6 +148,7 @@ function writeResults(best: Map<string, ChildResult>, compression: string, loadB
     kafkajs: 'send() of 1000 messages per call (a Buffer copy of the payload per message: kafkajs keeps them until sent), lz4 through lz4-napi compressFrame (kafkajs has no lz4 built in); default: 5 calls in flight; idempotent: one call at a time (maxInFlightRequests: 1)',
     kafkaEdge: 'one send() per record (the payload array reused, as Java), a .then per record as an application would, yields to the event loop (setImmediate) every 1024 sends, waits when ~200k records are unacknowledged (never reached: see the logged peak)',
     cpu: 'cpu-us/record: send loop only (Java: whole JVM minus a 1-record run); whole process: everything',
+    saslSsl: 'kafka-edge-sasl-ssl and java-sasl-ssl: the same runs against the SASL_SSL listener (TLS via node:tls / the JDK, SCRAM-SHA-512, the test CA)',
     // Other engineers' brokers and tests share the 2 cores: records/s moves with their load, CPU per record far less.
     loadAverage1m: { before: round3(loadBefore), after: round3(loadavg()[0]!) },
   }
@@ -143,7 +159,8 @@ function writeResults(best: Map<string, ChildResult>, compression: string, loadB
   console.log()
   console.log(`targets: records/s vs java ${ratio(v('kafka-edge', 'records/s'), v('java', 'records/s'))} (>= 1.0x); ` +
     `cpu/record vs java ${ratio(v('kafka-edge', 'cpu-us/record'), v('java', 'cpu-us/record'))} (<= 1.5x); ` +
-    `records/s vs kafkajs ${ratio(v('kafka-edge', 'records/s'), v('kafkajs', 'records/s'))}, vs kafkajs-idempotent ${ratio(v('kafka-edge', 'records/s'), v('kafkajs-idempotent', 'records/s'))} (>= 5x)`)
+    `records/s vs kafkajs ${ratio(v('kafka-edge', 'records/s'), v('kafkajs', 'records/s'))}, vs kafkajs-idempotent ${ratio(v('kafka-edge', 'records/s'), v('kafkajs-idempotent', 'records/s'))} (>= 5x); ` +
+    `SASL_SSL: records/s vs java ${ratio(v('kafka-edge-sasl-ssl', 'records/s'), v('java-sasl-ssl', 'records/s'))} (>= 1.0x), cpu/record vs java ${ratio(v('kafka-edge-sasl-ssl', 'cpu-us/record'), v('java-sasl-ssl', 'cpu-us/record'))}`)
   console.log(`wrote ${file}`)
 }
 
@@ -152,20 +169,34 @@ const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`
 
 // ---- children -----------------------------------------------------------------------------------
 
-function nodeChild(childJs: string, impl: string, bootstrap: string, topic: string, n: number, compression: string, profile: boolean): Promise<ChildResult> {
+/** The SASL_SSL listener and the settings both clients use on it: SCRAM-SHA-512 as admin, the test CA. */
+function secureEndpoint(cluster: import('../test/helpers/kafka.js').Cluster, kafka: typeof import('../test/helpers/kafka.js')) {
+  const java = kafka.javaSecurity(cluster, 'SASL_SSL', 'SCRAM-SHA-512')
+  return {
+    bootstrap: kafka.bootstrapFor(cluster, 'SASL_SSL'),
+    edge: {
+      'security.protocol': 'SASL_SSL', 'ssl.ca.pem': readFileSync(cluster.tls!.ca, 'utf8'),
+      'sasl.mechanism': 'SCRAM-SHA-512', 'sasl.jaas.config': java['sasl.jaas.config']!,
+    },
+    java: Object.entries(java).map(([k, v]) => `${k}=${v}`),
+  }
+}
+
+function nodeChild(childJs: string, impl: string, bootstrap: string, topic: string, n: number, compression: string, profile: boolean, security: Record<string, string> | null): Promise<ChildResult> {
   const profDir = join(tmpdir(), 'kafka-edge-bench-prof')
   if (profile) mkdirSync(profDir, { recursive: true })
   const argv = [...NODE_FLAGS, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), childJs, '--child', impl, bootstrap, topic, String(n), compression]
-  return collect(spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }), impl, (out) => JSON.parse(lastLine(out)) as ChildResult)
+  const env = security ? { ...process.env, BENCH_SECURITY: JSON.stringify(security) } : process.env
+  return collect(spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }), impl, (out) => JSON.parse(lastLine(out)) as ChildResult)
 }
 
-function javaChild(cp: string, bootstrap: string, topic: string, n: number, compression: string): Promise<ChildResult> {
+function javaChild(cp: string, bootstrap: string, topic: string, n: number, compression: string, securityProps: string[]): Promise<ChildResult> {
   const java = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java'
   const argv = [
     '-Xmx512M', `-Dlog4j2.configurationFile=${join(ROOT, 'scripts', 'kafka', 'log4j2-tools.properties')}`, '-cp', cp,
     'org.apache.kafka.tools.ProducerPerformance', '--topic', topic, '--num-records', String(n), '--record-size', String(VALUE_BYTES),
     '--throughput', '-1', '--producer-props', `bootstrap.servers=${bootstrap}`, 'acks=all', 'enable.idempotence=true',
-    `compression.type=${compression}`, `linger.ms=${LINGER_MS}`,
+    `compression.type=${compression}`, `linger.ms=${LINGER_MS}`, ...securityProps,
   ]
   // The shell reaps the JVM, then its own cutime+cstime are exactly the JVM's CPU.
   const script = '"$@"; rc=$?; echo "CPUSTAT $(cat /proc/$$/stat)"; exit $rc'
@@ -230,7 +261,7 @@ async function child(args: string[]): Promise<void> {
     }).observe({ entryTypes: ['gc'] })
   }
   let result: ChildResult
-  if (impl === 'kafka-edge') result = await childEdge(bootstrap, topic, n, compression, next)
+  if (impl.startsWith('kafka-edge')) result = await childEdge(bootstrap, topic, n, compression, next)
   else result = await childKafkajs(impl === 'kafkajs-idempotent', bootstrap, topic, n, compression, next)
   const total = process.cpuUsage()
   result.cpuTotalUs = total.user + total.system
@@ -245,6 +276,7 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
   const p = createProducer({
     'bootstrap.servers': bootstrap, transport: tcp(), acks: 'all', 'enable.idempotence': true,
     'compression.type': compression, 'linger.ms': LINGER_MS,
+    ...(process.env.BENCH_SECURITY ? JSON.parse(process.env.BENCH_SECURITY) as Record<string, string> : {}),
   })
   await p.connect()
   await p.partitionsFor(topic)

@@ -6,6 +6,13 @@ export interface Clock {
   now(): number
   setTimeout(fn: () => void, ms: number): unknown
   clearTimeout(handle: unknown): void
+  /**
+   * Keeps the process alive until the returned release is called (Node: a referenced timer). The
+   * producer holds it while a send is unsettled, as the Java producer's pending futures keep a
+   * caller's main thread waiting; without it a script awaiting a send to a down broker would exit
+   * silently (code 13) because every other timer is unreferenced. Absent on virtual clocks.
+   */
+  hold?(): () => void
 }
 
 export const systemClock: Clock = {
@@ -17,6 +24,10 @@ export const systemClock: Clock = {
     return t
   },
   clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+  hold: () => {
+    const t = setInterval(() => {}, 0x7fffffff)
+    return () => clearInterval(t)
+  },
 }
 
 /** Resolves after ms on the given clock. */

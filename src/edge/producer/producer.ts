@@ -144,6 +144,7 @@ export class Producer {
   }
 
   private enqueue(record: ProducerRecord, resolve: Resolve, reject: Reject): void {
+    if (this.releaseHold === null && this.config.clock.hold) this.holdWhileBusy()
     // Most sends append at once and need no object of their own: they go through one reused scratch.
     const p = this.scratch
     try {
@@ -337,6 +338,20 @@ export class Producer {
       const t = clock.setTimeout(() => reject(new TimeoutException(`${what} took longer than ${ms} ms`)), ms)
       p.then((v) => { clock.clearTimeout(t); resolve(v) }, (e) => { clock.clearTimeout(t); reject(e) })
     })
+  }
+
+  private releaseHold: (() => void) | null = null
+
+  /** Holds the process open while any send is unsettled; checks a few times a second, off the per-record path. */
+  private holdWhileBusy(): void {
+    this.releaseHold = this.config.clock.hold!()
+    const check = () => {
+      const busy = !this.closed && (this.waiting.length > 0 || (this.accumulator?.incomplete.size ?? 0) > 0)
+      if (busy) { this.config.clock.setTimeout(check, 100); return }
+      this.releaseHold?.()
+      this.releaseHold = null
+    }
+    this.config.clock.setTimeout(check, 100)
   }
 
   /** Resolves when every record sent before the call has completed (acknowledged or failed). */

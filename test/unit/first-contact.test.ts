@@ -1,0 +1,44 @@
+// What a new user sees first: a plain Node script whose broker is down must print a typed error
+// that says why, not exit silently while its send is pending.
+import { spawnSync } from 'node:child_process'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+
+function runScript(source: string): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 })
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr }
+}
+
+describe('first contact from a plain Node script', () => {
+  it('a pending send keeps the process alive until it settles, and the timeout names the refused connection', () => {
+    const r = runScript(`
+      import { createProducer, tcp } from './src/edge/node.ts'
+      const p = createProducer({ 'bootstrap.servers': '127.0.0.1:1', transport: tcp(), 'max.block.ms': 1500 })
+      try { await p.send({ topic: 't', value: 'x' }); console.log('SENT') }
+      catch (e) { console.log(JSON.stringify({ name: e.name, message: e.message, cause: e.cause?.message ?? null, mayHaveBeenWritten: e.mayHaveBeenWritten })) }
+    `)
+    expect(r.status, r.stderr).toBe(0)
+    const out = JSON.parse(r.stdout.trim().split('\n').pop()!)
+    expect(out.name).toBe('TimeoutException')
+    expect(out.message).toMatch(/no broker answered.*refused/)
+    expect(out.cause).toMatch(/refused/)
+    expect(out.mayHaveBeenWritten).toBe(false)
+  })
+
+  it('a script that sends nothing, or closes its producer, exits at once', () => {
+    const started = Date.now()
+    const r = runScript(`
+      import { createProducer, tcp } from './src/edge/node.ts'
+      const p = createProducer({ 'bootstrap.servers': '127.0.0.1:1', transport: tcp() })
+      const pending = p.send({ topic: 't', value: 'x' }).catch((e) => console.log(e.name))
+      await p.close()
+      await pending
+    `)
+    expect(r.status, r.stderr).toBe(0)
+    expect(r.stdout).toContain('ClosedError')
+    expect(Date.now() - started).toBeLessThan(15_000)
+  })
+})
