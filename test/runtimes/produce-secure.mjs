@@ -67,10 +67,6 @@ async function runCase(c) {
 
 const { cases } = JSON.parse(process.env.PRODUCE_SECURE ?? '{"cases":[]}')
 const rt = runtime()
-// The producer's timers are unref'd; under Node a send waiting out a reconnect backoff would let the
-// process exit (code 13, unsettled top-level await) before max.block.ms reports why.
-const keepAlive = setInterval(() => {}, 1_000)
 for (const c of cases) console.log(JSON.stringify({ runtime: rt.name, version: rt.version, ...(await runCase(c)) }))
-clearInterval(keepAlive)
 // Bun and Deno keep a process alive while a socket handle lingers; the work is done, so leave.
 process.exit(0)
