@@ -2,8 +2,8 @@ import coreModule from '../../../build/core.wasm'
 import { KafkaEdgeError } from '../errors.js'
 import { createProducer, type Producer } from '../producer/producer.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
-import type { Transport } from '../transport/transport.js'
 import type { DurableObjectState, Env } from './env.js'
+import { countingOpens, securitySettings } from './settings.js'
 import type { TelemetryRecord } from './validate.js'
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
@@ -36,7 +36,7 @@ export class ProducerObject {
     this.producer = createProducer({
       'bootstrap.servers': this.env.KAFKA_BOOTSTRAP,
       // cloudflare:sockets is imported on first use (workerd resolves it); no bundler config needed.
-      transport: this.counted(cloudflareSockets()),
+      transport: countingOpens(cloudflareSockets(), () => { this.connectionsOpened++ }),
       // workerd refuses to compile WASM from bytes at runtime: hand over the module wrangler compiled.
       wasm: coreModule,
       'client.id': 'kafka-edge-telemetry',
@@ -45,12 +45,9 @@ export class ProducerObject {
       'delivery.timeout.ms': 30_000,
       'request.timeout.ms': 10_000,
       'max.block.ms': 15_000,
+      ...securitySettings(this.env),
     })
     return this.producer
-  }
-
-  private counted(inner: Transport): Transport {
-    return { name: inner.name, open: async (address, handlers) => { const link = await inner.open(address, handlers); this.connectionsOpened++; return link } }
   }
 
   async fetch(request: Request): Promise<Response> {
@@ -72,6 +69,8 @@ export class ProducerObject {
       producerId: pe && pe.producerId >= 0n ? pe.producerId.toString() : null,
       producerEpoch: pe && pe.producerId >= 0n ? pe.epoch : null,
       connectionsOpened: this.connectionsOpened,
+      // The protocol only, never the credentials: enough to tell whether a deploy picked up its config.
+      securityProtocol: this.env.KAFKA_SECURITY_PROTOCOL?.trim().toUpperCase() || 'PLAINTEXT',
     }
   }
 
