@@ -5,11 +5,10 @@
  */
 export { createProducer, Producer, type ProducerRecord, type RecordMetadata } from './producer/producer.js'
 export type { ProducerSettings } from './producer/config.js'
-export { IllegalStateException, ProducerFencedException, TransactionAbortedException, TransactionAbortableException, FatalTransactionException, type TxnState, type GroupMetadata, type OffsetsToCommit } from './producer/transactions.js'
+export type { TxnState, GroupMetadata, OffsetsToCommit } from './producer/transactions.js'
 export * from './errors.js'
 export type { Transport, Link, LinkHandlers, BrokerAddress } from './transport/transport.js'
 export { loadCore, type LoadCoreOptions, type CompressionType } from './wasm/core.js'
-export { UnsupportedCompressionError, WasmCoreError, CompressionCodecError, CorruptCompressedDataError, DecompressedSizeLimitError } from './wasm/errors.js'
 export { murmur2, partitionForKey } from './producer/partitioner.js'
 export { websocket, type WebSocketTransportOptions } from './transport/websocket.js'
 export { cloudflareSockets, type CloudflareSocketsOptions, type CloudflareConnect, type CloudflareSocketLike } from './transport/cloudflare-sockets.js'

@@ -1,5 +1,5 @@
 import { Cluster } from '../client/cluster.js'
-import { BufferExhaustedException, ClosedError, ConfigException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery } from '../errors.js'
+import { BufferExhaustedException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery } from '../errors.js'
 import { loadCore, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type ProducerConfig, type ProducerSettings } from './config.js'
@@ -8,7 +8,7 @@ import { StickyPartitioner, partitionForKey } from './partitioner.js'
 import { topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
 import { TransactionManager } from './transaction-manager.js'
-import { IllegalStateException, TransactionCoordinatorClient, type GroupMetadata, type OffsetsToCommit } from './transactions.js'
+import { TransactionCoordinatorClient, type GroupMetadata, type OffsetsToCommit } from './transactions.js'
 
 export type { RecordMetadata } from './producer-batch.js'
 
@@ -297,7 +297,7 @@ export class Producer {
           }
         } catch (e) {
           this.shiftWaiting()
-          this.failBeforeBatch(p, e instanceof TimeoutException ? this.blockTimeout(p) : e as Error)
+          this.failBeforeBatch(p, e instanceof TimeoutException && !(e instanceof BufferExhaustedException) ? this.blockTimeout(p) : e as Error)
         }
       }
     } finally {
