@@ -2,7 +2,7 @@ import { Cluster } from '../client/cluster.js'
 import { BufferExhaustedException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery } from '../errors.js'
 import { loadCore, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
-import { parseConfig, type ProducerConfig, type ProducerSettings } from './config.js'
+import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
 import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
 import { topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
@@ -77,7 +77,7 @@ export class Producer {
   private readonly availableFn = (): number[] => this.availablePartitions(this.partTopic, this.partCount)
   private readonly queueFn = (i: number): number => this.accumulator.queueSize(this.topicPartition(this.partTopic, i))
 
-  constructor(settings: ProducerSettings) {
+  constructor(settings: ProducerSettings | AnyProducerSettings) {
     this.config = parseConfig(settings)
     const c = this.config
     this.cluster = new Cluster({
@@ -460,6 +460,6 @@ export class Producer {
   }
 }
 
-export function createProducer(settings: ProducerSettings): Producer {
+export function createProducer(settings: ProducerSettings | AnyProducerSettings): Producer {
   return new Producer(settings)
 }

@@ -1,6 +1,7 @@
 import coreModule from '../../../build/core.wasm'
 import { KafkaEdgeError } from '../errors.js'
 import { createProducer, type Producer } from '../producer/producer.js'
+import type { CompressionType } from '../wasm/core.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
 import type { DurableObjectState, Env } from './env.js'
 import { countingOpens, securitySettings } from './settings.js'
@@ -40,7 +41,7 @@ export class ProducerObject {
       // workerd refuses to compile WASM from bytes at runtime: hand over the module wrangler compiled.
       wasm: coreModule,
       'client.id': 'kafka-edge-telemetry',
-      'compression.type': this.env.KAFKA_COMPRESSION || 'none',
+      'compression.type': (this.env.KAFKA_COMPRESSION || 'none') as CompressionType,
       // An HTTP caller is waiting: fail within 30 s rather than Java's 2 minutes.
       'delivery.timeout.ms': 30_000,
       'request.timeout.ms': 10_000,

@@ -14,9 +14,10 @@ export function securitySettings(env: Env): ProducerSettings {
   const v = (s: string | undefined) => (s === undefined || s.trim() === '' ? undefined : s.trim())
   const settings: ProducerSettings = {}
   const protocol = v(env.KAFKA_SECURITY_PROTOCOL)?.toUpperCase()
-  if (protocol) settings['security.protocol'] = protocol
+  // Checked by the producer's config like any other value; a typo is a ConfigException naming it.
+  if (protocol) settings['security.protocol'] = protocol as ProducerSettings['security.protocol']
   const mechanism = v(env.KAFKA_SASL_MECHANISM)?.toUpperCase()
-  if (mechanism) settings['sasl.mechanism'] = mechanism
+  if (mechanism) settings['sasl.mechanism'] = mechanism as ProducerSettings['sasl.mechanism']
   const username = v(env.KAFKA_SASL_USERNAME)
   if (username !== undefined) settings['sasl.username'] = username
   // Passwords may legitimately begin or end with spaces: only an all-blank one counts as unset.
