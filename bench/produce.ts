@@ -25,6 +25,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { PerformanceObserver } from 'node:perf_hooks'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import type { AnyProducerSettings } from '../src/edge/index.js'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -277,7 +278,7 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
     'bootstrap.servers': bootstrap, transport: tcp(), acks: 'all', 'enable.idempotence': true,
     'compression.type': compression, 'linger.ms': LINGER_MS,
     ...(process.env.BENCH_SECURITY ? JSON.parse(process.env.BENCH_SECURITY) as Record<string, string> : {}),
-  })
+  } as AnyProducerSettings)
   await p.connect()
   await p.partitionsFor(topic)
   let acked = 0

@@ -1,6 +1,8 @@
 // Admin helper for tests (Java AdminClient). JSON on stdout, errors on stderr, exit 1 on failure.
 //
-//   java -cp '.kafka/libs/*' scripts/kafka/Admin.java <command> ... [--sasl MECHANISM USER PASSWORD]
+//   java -cp '.kafka/libs/*' scripts/kafka/Admin.java <command> ... [--sasl MECHANISM USER PASSWORD] [--prop key=value ...]
+//
+//   --prop (repeatable): any AdminClient config, applied after --sasl (security.protocol=SSL, ssl.*, ...)
 //
 //   create-topic   <bootstrap> <topic> <partitions> <rf> [minIsr|-] [name=value ...]
 //                                         topic configs; waits until every partition has a leader
@@ -35,6 +37,26 @@ public class Admin {
         return org.apache.kafka.clients.admin.Admin.create(p);
     }
 
+    // --sasl picks SASL_PLAINTEXT unless --prop chose a protocol (SASL_SSL); OAUTHBEARER logs in with an
+    // unsecured token whose sub is USER (PASSWORD unused), which the test brokers' validator accepts.
+    static void sasl(Properties p, String mech, String user, String pass) {
+        p.put("security.protocol", "SASL_PLAINTEXT");
+        p.put("sasl.mechanism", mech);
+        String jaas;
+        if (mech.equals("OAUTHBEARER"))
+            jaas = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"" + user + "\";";
+        else
+            jaas = (mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
+                : "org.apache.kafka.common.security.scram.ScramLoginModule") + " required username=\"" + user + "\" password=\"" + pass + "\";";
+        p.put("sasl.jaas.config", jaas);
+    }
+
+    static void prop(Properties p, String kv) {
+        int eq = kv.indexOf('=');
+        if (eq <= 0) { System.err.println("--prop needs key=value, got " + kv); System.exit(2); }
+        p.put(kv.substring(0, eq), kv.substring(eq + 1));
+    }
+
     static String q(String s) {
         if (s == null) return "null";
         return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + "\"";
@@ -55,17 +77,13 @@ public class Admin {
 
     public static void main(String[] argv) throws Exception {
         List<String> args = new ArrayList<>();
+        Properties extra = new Properties();
         for (int i = 0; i < argv.length; i++) {
-            if (argv[i].equals("--sasl")) {
-                String mech = argv[i + 1], user = argv[i + 2], pass = argv[i + 3];
-                i += 3;
-                props.put("security.protocol", "SASL_PLAINTEXT");
-                props.put("sasl.mechanism", mech);
-                String module = mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
-                    : "org.apache.kafka.common.security.scram.ScramLoginModule";
-                props.put("sasl.jaas.config", module + " required username=\"" + user + "\" password=\"" + pass + "\";");
-            } else args.add(argv[i]);
+            if (argv[i].equals("--sasl")) { sasl(props, argv[i + 1], argv[i + 2], argv[i + 3]); i += 3; }
+            else if (argv[i].equals("--prop")) prop(extra, argv[++i]);
+            else args.add(argv[i]);
         }
+        props.putAll(extra);
         if (args.isEmpty()) { System.err.println("usage: Admin <command> ..."); System.exit(2); }
         try {
             run(args);

@@ -3,7 +3,8 @@
 //   java -cp '.kafka/libs/*' scripts/kafka/Produce.java <bootstrap> <topic> [options] < records.jsonl
 //     --set key=value         any producer config (repeatable), e.g. --set compression.type=lz4
 //     --transactional-id ID   one transaction around all records; --abort aborts it instead of committing
-//     --sasl MECHANISM USER PASSWORD
+//     --sasl MECHANISM USER PASSWORD   (OAUTHBEARER: an unsecured token with sub=USER)
+//     --prop key=value        same as --set, applied after --sasl (e.g. security.protocol=SASL_SSL, ssl.*)
 //
 // stdin: one JSON object per line {"key":b64|null,"value":b64|null,"headers":[{"key":"k","value":b64|null}],
 // "partition":p?,"timestamp":ms?} (missing key/value = null). stdout: one line per record, in input order:
@@ -21,6 +22,26 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public class Produce {
     static byte[] bytes(JsonNode n) { return n == null || n.isNull() ? null : Base64.getDecoder().decode(n.asText()); }
 
+    // --sasl picks SASL_PLAINTEXT unless --prop chose a protocol (SASL_SSL); OAUTHBEARER logs in with an
+    // unsecured token whose sub is USER (PASSWORD unused), which the test brokers' validator accepts.
+    static void sasl(Properties p, String mech, String user, String pass) {
+        p.put("security.protocol", "SASL_PLAINTEXT");
+        p.put("sasl.mechanism", mech);
+        String jaas;
+        if (mech.equals("OAUTHBEARER"))
+            jaas = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"" + user + "\";";
+        else
+            jaas = (mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
+                : "org.apache.kafka.common.security.scram.ScramLoginModule") + " required username=\"" + user + "\" password=\"" + pass + "\";";
+        p.put("sasl.jaas.config", jaas);
+    }
+
+    static void prop(Properties p, String kv) {
+        int eq = kv.indexOf('=');
+        if (eq <= 0) { System.err.println("--prop needs key=value, got " + kv); System.exit(2); }
+        p.put(kv.substring(0, eq), kv.substring(eq + 1));
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length < 2) { System.err.println("usage: Produce <bootstrap> <topic> [options]"); System.exit(2); }
         Properties p = new Properties();
@@ -28,24 +49,17 @@ public class Produce {
         p.put("client.id", "kafka-edge-reference-producer");
         String topic = args[1];
         boolean abort = false;
+        Properties extra = new Properties();
         for (int i = 2; i < args.length; i++) {
             switch (args[i]) {
-                case "--set": { String[] kv = args[++i].split("=", 2); p.put(kv[0], kv[1]); break; }
+                case "--set": case "--prop": prop(extra, args[++i]); break;
                 case "--transactional-id": p.put("transactional.id", args[++i]); break;
                 case "--abort": abort = true; break;
-                case "--sasl": {
-                    String mech = args[i + 1], user = args[i + 2], pass = args[i + 3];
-                    i += 3;
-                    p.put("security.protocol", "SASL_PLAINTEXT");
-                    p.put("sasl.mechanism", mech);
-                    String module = mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
-                        : "org.apache.kafka.common.security.scram.ScramLoginModule";
-                    p.put("sasl.jaas.config", module + " required username=\"" + user + "\" password=\"" + pass + "\";");
-                    break;
-                }
+                case "--sasl": sasl(p, args[i + 1], args[i + 2], args[i + 3]); i += 3; break;
                 default: System.err.println("unknown option " + args[i]); System.exit(2);
             }
         }
+        p.putAll(extra);
         ObjectMapper om = new ObjectMapper();
         List<ProducerRecord<byte[], byte[]>> recs = new ArrayList<>();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));

@@ -2,7 +2,7 @@
 //
 //   java -cp '.kafka/libs/*' scripts/kafka/Reader.java <bootstrap> <topic>
 //        [--isolation read_committed|read_uncommitted] [--expected N] [--timeout MS]
-//        [--sasl MECHANISM USER PASSWORD] [--end-offsets] [--group GROUP]
+//        [--sasl MECHANISM USER PASSWORD] [--prop key=value ...] [--end-offsets] [--group GROUP]
 //
 // Default: assign every partition, seekToBeginning, read until the end offsets taken at start are
 // reached (with --expected N: until N records were read and the then-current end offsets are
@@ -11,6 +11,8 @@
 //    "value":b64|null,"headers":[{"key":"utf8","value":b64|null}]}
 // --end-offsets prints {"<partition>": endOffset, ...} (isolation-aware: read_committed gives the LSO).
 // --group G prints the group's committed offsets {"<partition>": {"offset":o,"metadata":"..."}|null}.
+// --prop key=value (repeatable): any consumer config, applied after --sasl, e.g. security.protocol=SSL,
+// ssl.truststore.type=PEM, ssl.truststore.location=..., ssl.keystore.type=PEM, ssl.keystore.location=...
 import java.time.Duration;
 import java.util.*;
 import org.apache.kafka.clients.consumer.*;
@@ -39,12 +41,24 @@ public class Reader {
         return sb.append('"').toString();
     }
 
+    // --sasl picks SASL_PLAINTEXT unless --prop chose a protocol (SASL_SSL); OAUTHBEARER logs in with an
+    // unsecured token whose sub is USER (PASSWORD unused), which the test brokers' validator accepts.
     static void sasl(Properties p, String mech, String user, String pass) {
         p.put("security.protocol", "SASL_PLAINTEXT");
         p.put("sasl.mechanism", mech);
-        String module = mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
-            : "org.apache.kafka.common.security.scram.ScramLoginModule";
-        p.put("sasl.jaas.config", module + " required username=\"" + user + "\" password=\"" + pass + "\";");
+        String jaas;
+        if (mech.equals("OAUTHBEARER"))
+            jaas = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"" + user + "\";";
+        else
+            jaas = (mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
+                : "org.apache.kafka.common.security.scram.ScramLoginModule") + " required username=\"" + user + "\" password=\"" + pass + "\";";
+        p.put("sasl.jaas.config", jaas);
+    }
+
+    static void prop(Properties p, String kv) {
+        int eq = kv.indexOf('=');
+        if (eq <= 0) { System.err.println("--prop needs key=value, got " + kv); System.exit(2); }
+        p.put(kv.substring(0, eq), kv.substring(eq + 1));
     }
 
     public static void main(String[] args) throws Exception {
@@ -55,6 +69,7 @@ public class Reader {
         String group = null;
         boolean endOnly = false;
         Properties p = new Properties();
+        Properties extra = new Properties();
         for (int i = 2; i < args.length; i++) {
             switch (args[i]) {
                 case "--isolation": isolation = args[++i]; break;
@@ -63,9 +78,11 @@ public class Reader {
                 case "--group": group = args[++i]; break;
                 case "--end-offsets": endOnly = true; break;
                 case "--sasl": sasl(p, args[i + 1], args[i + 2], args[i + 3]); i += 3; break;
+                case "--prop": prop(extra, args[++i]); break;
                 default: System.err.println("unknown option " + args[i]); System.exit(2);
             }
         }
+        p.putAll(extra);
         p.put("bootstrap.servers", bootstrap);
         p.put("isolation.level", isolation);
         p.put("enable.auto.commit", "false");

@@ -4,7 +4,8 @@
 // Plain Node ESM, no dependencies. Needs Java 17+, Maven (for `fetch` only) and Node 20+.
 //
 //   node scripts/kafka/kafka.mjs fetch
-//   node scripts/kafka/kafka.mjs up [--nodes 1|3] [--name NAME] [--sasl] [--base-port P] [--tv 1|2] [--json]
+//   node scripts/kafka/kafka.mjs up [--nodes 1|3] [--name NAME] [--sasl] [--tls] [--reauth-ms N] [--base-port P] [--tv 1|2] [--json]
+//   node scripts/kafka/kafka.mjs tls                          (create .kafka/tls certificates if missing; JSON paths)
 //   node scripts/kafka/kafka.mjs up ... [--owner RUN_ID]    (records which test run created the cluster)
 //   node scripts/kafka/kafka.mjs down [--name NAME | --all | --owner RUN_ID]
 //   node scripts/kafka/kafka.mjs status [--name NAME]
@@ -16,12 +17,13 @@
 // Layout: .kafka/libs (jars), .kafka/msk-iam-libs (aws-msk-iam-auth jars for the AWS_MSK_IAM test, also
 // fetched by `fetch`), .kafka/clusters/<name>/node-<id>/{server.properties,log4j2.properties,
 // data/,logs/server.log,stdout.log,pid}, .kafka/clusters/<name>/cluster.json (+ .kafka/cluster.json for
-// the `default` cluster).
+// the `default` cluster), .kafka/tls (test CA and certificates, shared by every cluster of this KAFKA_HOME).
 import { spawn, spawnSync, execFile } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
+import tls from 'node:tls'
 import { fileURLToPath } from 'node:url'
 
 const SCRIPT_DIR = path.dirname(fileURLToPath(import.meta.url))
@@ -33,12 +35,15 @@ const POM = path.join(SCRIPT_DIR, 'pom.xml')
 const STAMP = path.join(LIBS, '.stamp')
 const HOST = '127.0.0.1'
 const DEFAULT_BASE_PORT = 39092
-const PORT_BLOCK = 100 // one cluster owns [base, base+30): plaintext +0.., sasl +10.., controller +20..
+const PORT_BLOCK = 100 // one cluster owns [base, base+50): plaintext +0.., sasl +10.., controller +20.., ssl +30.., sasl_ssl +40..
 export const USERS = [
   { user: 'admin', password: 'admin-secret' },
   { user: 'relay', password: 'relay-secret' },
 ]
 const SCRAM_MECHS = ['SCRAM-SHA-256', 'SCRAM-SHA-512']
+// OAUTHBEARER only on SASL_SSL: bearer tokens are credentials in the clear, and SASL_PLAINTEXT keeps
+// the mechanism list it always had.
+const SASL_SSL_MECHS = ['PLAIN', ...SCRAM_MECHS, 'OAUTHBEARER']
 
 // JVM flags for brokers: small heap, quick startup. KAFKA_EDGE_BROKER_JVM_OPTS replaces them
 // (e.g. benchmarks that want C2: "-Xmx1g -XX:+UseParallelGC").
@@ -59,7 +64,7 @@ class HarnessError extends Error {}
 const fail = (msg) => { throw new HarnessError(msg) }
 
 // flags that never take a value
-const BOOL_FLAGS = new Set(['sasl', 'json', 'all', 'quiet', 'force'])
+const BOOL_FLAGS = new Set(['sasl', 'tls', 'json', 'all', 'quiet', 'force'])
 function parseCli(argv) {
   const opts = { _: [] }
   for (let i = 0; i < argv.length; i++) {
@@ -203,23 +208,27 @@ function frame(apiKey, apiVersion, corr, body, flexibleHeader) {
   return Buffer.concat([size, payload])
 }
 
-function kafkaRequests(host, port, requests, timeoutMs) {
-  // requests: [{apiKey, build(prevBodies) -> {version, body}, flexibleHeader}] sent in order on one connection; resolves bodies.
+function kafkaRequests(host, port, requests, timeoutMs, tlsOptions) {
+  // requests: [{apiKey, build(prevBodies) -> {version, body} | null, flexibleHeader}] sent in order on one
+  // connection (TLS with tlsOptions); resolves bodies. A build returning null ends the exchange there.
   return new Promise((resolve, reject) => {
-    const sock = net.connect({ host, port })
+    const sock = tlsOptions ? tls.connect({ host, port, ...tlsOptions }) : net.connect({ host, port })
     let buf = Buffer.alloc(0)
     const out = []
     let next = 0
+    let done = false
     const timer = setTimeout(() => { sock.destroy(); reject(new Error(`timeout after ${timeoutMs}ms talking to ${host}:${port}`)) }, timeoutMs)
+    const finish = () => { done = true; clearTimeout(timer); sock.end(); resolve(out) }
     const send = () => {
       const r = requests[next]
       let b
       try { b = r.build(out) } catch (e) { clearTimeout(timer); sock.destroy(); reject(e); return }
+      if (b === null) { finish(); return }
       sock.write(frame(r.apiKey, b.version, next + 1, b.body, r.flexibleHeader))
     }
-    sock.on('connect', send)
+    sock.on(tlsOptions ? 'secureConnect' : 'connect', send)
     sock.on('error', (e) => { clearTimeout(timer); reject(e) })
-    sock.on('close', () => { clearTimeout(timer); if (out.length < requests.length) reject(new Error(`connection to ${host}:${port} closed`)) })
+    sock.on('close', () => { clearTimeout(timer); if (!done) reject(new Error(`connection to ${host}:${port} closed`)) })
     sock.on('data', (d) => {
       buf = Buffer.concat([buf, d])
       while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
@@ -229,7 +238,7 @@ function kafkaRequests(host, port, requests, timeoutMs) {
         out.push(body)
         next++
         if (next < requests.length) send()
-        else { clearTimeout(timer); sock.end(); resolve(out) }
+        else finish()
       }
     })
   })
@@ -281,8 +290,8 @@ function parseMetadata(body, version) {
   return { brokers, clusterId, controllerId }
 }
 
-/** ApiVersions v3 + Metadata (v1..v8) against one broker. */
-export async function probe(host, port, timeoutMs = 3000) {
+/** ApiVersions v3 + Metadata (v1..v8) against one broker; over TLS with `tls` (node:tls connect options). */
+export async function probe(host, port, timeoutMs = 3000, { tls: tlsOptions } = {}) {
   let av
   let mdVersion = 1
   const [, mdBody] = await kafkaRequests(host, port, [
@@ -301,9 +310,185 @@ export async function probe(host, port, timeoutMs = 3000) {
         return { version: mdVersion, body: metadataBody(mdVersion) }
       },
     },
-  ], timeoutMs)
+  ], timeoutMs, tlsOptions)
   const md = parseMetadata(mdBody, mdVersion)
   return { ...md, finalizedFeatures: Object.fromEntries(Object.entries(av.finalized).map(([k, v]) => [k, v.max])), supportedFeatures: av.supported, metadataVersion: mdVersion }
+}
+
+/**
+ * The broker's side of a SASL exchange, no JVM: SaslHandshake v1 for `mechanism`, then one
+ * SaslAuthenticate v1 per entry of `messages` (client tokens, Buffer or string), stopping after the
+ * first error. Over TLS with `tls` (node:tls connect options).
+ */
+export async function saslProbe(host, port, mechanism, messages, { tls: tlsOptions, timeoutMs = 5000 } = {}) {
+  const failed = (out) => out.length > 0 && out[out.length - 1].readInt16BE(0) !== 0
+  const mech = Buffer.from(mechanism)
+  const handshake = Buffer.alloc(2 + mech.length)
+  handshake.writeInt16BE(mech.length); mech.copy(handshake, 2)
+  const requests = [{ apiKey: 17, flexibleHeader: false, build: () => ({ version: 1, body: handshake }) }]
+  for (const m of messages) {
+    const token = Buffer.from(m)
+    const body = Buffer.alloc(4 + token.length)
+    body.writeInt32BE(token.length); token.copy(body, 4)
+    requests.push({ apiKey: 36, flexibleHeader: false, build: (out) => (failed(out) ? null : { version: 1, body }) })
+  }
+  const [hs, ...auths] = await kafkaRequests(host, port, requests, timeoutMs, tlsOptions)
+  const h = new Reader(hs)
+  const handshakeError = h.i16()
+  const mechanisms = Array.from({ length: Math.max(0, h.i32()) }, () => h.str())
+  const rounds = auths.map((b) => {
+    const r = new Reader(b)
+    const errorCode = r.i16()
+    const errorMessage = r.str()
+    const n = r.i32()
+    const authBytes = n < 0 ? null : Buffer.from(b.subarray(r.o, r.o + n))
+    r.o += Math.max(0, n)
+    return { errorCode, errorMessage, authBytes, sessionLifetimeMs: Number(b.readBigInt64BE(r.o)) }
+  })
+  return { handshakeError, mechanisms, rounds }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLS material: a test CA and certificates made with openssl, PEM only (Kafka reads PEM key stores
+// and trust stores itself, so no keytool/JKS). Created once per KAFKA_HOME and shared by every
+// cluster; RSA 2048 keys, unencrypted PKCS#8.
+
+export const TLS_DIR = path.join(KAFKA_HOME, 'tls')
+const TLS_FILES = {
+  ca: 'ca.pem', caKey: 'ca.key',
+  cert: 'broker.pem', key: 'broker.key', keystore: 'broker-keystore.pem',
+  clientCert: 'client.pem', clientKey: 'client.key', clientKeystore: 'client-keystore.pem',
+  otherCa: 'other-ca.pem',
+  expiredCert: 'expired.pem', expiredKey: 'expired.key',
+}
+// written last: a directory without it is not a finished set
+const TLS_STAMP = 'complete.json'
+const TLS_DAYS = 3650
+// an expiry entirely in the past, far enough back that no clock skew allowance reaches it
+const EXPIRED_START = '20200101000000Z'
+const EXPIRED_END = '20200201000000Z'
+
+const tlsPaths = (dir) => Object.fromEntries(Object.entries(TLS_FILES).map(([k, f]) => [k, path.join(dir, f)]))
+
+function tlsComplete(dir) {
+  const stamp = readJson(path.join(dir, TLS_STAMP))
+  return !!stamp && Object.values(TLS_FILES).every((f) => fs.existsSync(path.join(dir, f))) ? stamp : null
+}
+
+function openssl(args, cwd) {
+  const r = spawnSync(process.env.KAFKA_EDGE_OPENSSL || 'openssl', args, { cwd, encoding: 'utf8' })
+  if (r.error) fail(`cannot run openssl: ${r.error.message}`)
+  if (r.status !== 0) fail(`openssl ${args.join(' ')} failed (${r.status}):\n${r.stderr}`)
+  return r.stdout
+}
+
+function opensslConfig(dbDir) {
+  // -config of our own, so the system openssl.cnf adds no extensions of its own
+  return `[ req ]
+distinguished_name = dn
+prompt = no
+[ dn ]
+CN = unused
+[ v3_ca ]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+[ server ]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1, DNS:localhost
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+[ client ]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = clientAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+[ ca ]
+default_ca = test_ca
+[ test_ca ]
+database = ${dbDir}/index.txt
+new_certs_dir = ${dbDir}/certs
+serial = ${dbDir}/serial
+default_md = sha256
+policy = any
+unique_subject = no
+[ any ]
+commonName = supplied
+`
+}
+
+function generateTls(dir) {
+  const cnf = path.join(dir, 'openssl.cnf')
+  const db = path.join(dir, 'ca-db')
+  fs.mkdirSync(path.join(db, 'certs'), { recursive: true })
+  fs.writeFileSync(path.join(db, 'index.txt'), '')
+  fs.writeFileSync(path.join(db, 'serial'), randomBytes(16).toString('hex') + '\n')
+  fs.writeFileSync(cnf, opensslConfig(db))
+  const key = (f) => openssl(['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', f], dir)
+  const selfSigned = (keyFile, certFile, cn) =>
+    openssl(['req', '-config', cnf, '-x509', '-new', '-key', keyFile, '-subj', `/CN=${cn}`, '-days', String(TLS_DAYS), '-sha256',
+      '-extensions', 'v3_ca', '-set_serial', `0x${randomBytes(16).toString('hex')}`, '-out', certFile], dir)
+  const csr = (keyFile, csrFile, cn) => openssl(['req', '-config', cnf, '-new', '-key', keyFile, '-subj', `/CN=${cn}`, '-out', csrFile], dir)
+  const sign = (csrFile, certFile, ext) =>
+    openssl(['x509', '-req', '-in', csrFile, '-CA', TLS_FILES.ca, '-CAkey', TLS_FILES.caKey, '-set_serial', `0x${randomBytes(16).toString('hex')}`,
+      '-days', String(TLS_DAYS), '-sha256', '-extfile', cnf, '-extensions', ext, '-out', certFile], dir)
+  const bundle = (keyFile, certFile, out) =>
+    fs.writeFileSync(path.join(dir, out), fs.readFileSync(path.join(dir, keyFile), 'utf8') + fs.readFileSync(path.join(dir, certFile), 'utf8'), { mode: 0o600 })
+
+  key(TLS_FILES.caKey)
+  selfSigned(TLS_FILES.caKey, TLS_FILES.ca, 'kafka-edge test CA')
+  key(TLS_FILES.key)
+  csr(TLS_FILES.key, 'broker.csr', 'localhost')
+  sign('broker.csr', TLS_FILES.cert, 'server')
+  bundle(TLS_FILES.key, TLS_FILES.cert, TLS_FILES.keystore)
+  key(TLS_FILES.clientKey)
+  csr(TLS_FILES.clientKey, 'client.csr', 'kafka-edge-client')
+  sign('client.csr', TLS_FILES.clientCert, 'client')
+  bundle(TLS_FILES.clientKey, TLS_FILES.clientCert, TLS_FILES.clientKeystore)
+  // nothing may ever chain to the other CA, so its key is thrown away
+  key('other-ca.key')
+  selfSigned('other-ca.key', TLS_FILES.otherCa, 'kafka-edge unrelated CA')
+  fs.rmSync(path.join(dir, 'other-ca.key'))
+  // `x509 -req` (OpenSSL 3.0) only counts days from now; `ca` takes explicit start and end dates
+  key(TLS_FILES.expiredKey)
+  csr(TLS_FILES.expiredKey, 'expired.csr', 'localhost')
+  openssl(['ca', '-batch', '-config', cnf, '-name', 'test_ca', '-cert', TLS_FILES.ca, '-keyfile', TLS_FILES.caKey, '-in', 'expired.csr',
+    '-out', TLS_FILES.expiredCert, '-startdate', EXPIRED_START, '-enddate', EXPIRED_END, '-extensions', 'server', '-notext'], dir)
+  for (const f of ['broker.csr', 'client.csr', 'expired.csr', 'openssl.cnf', 'ca-db']) fs.rmSync(path.join(dir, f), { recursive: true, force: true })
+  const id = createHash('sha256').update(fs.readFileSync(path.join(dir, TLS_FILES.ca))).digest('hex').slice(0, 16)
+  fs.writeFileSync(path.join(dir, TLS_STAMP), JSON.stringify({ id, created: new Date().toISOString() }) + '\n')
+  return id
+}
+
+/**
+ * The TLS files (absolute paths) plus `id`, which changes whenever the set is regenerated. Builds the
+ * set in a private directory and renames it into place, so concurrent callers never see half a set:
+ * the first rename wins and the others use the winner's files.
+ */
+export function ensureTls() {
+  let stamp = tlsComplete(TLS_DIR)
+  if (!stamp) {
+    fs.mkdirSync(KAFKA_HOME, { recursive: true })
+    if (fs.existsSync(TLS_DIR)) {
+      // left incomplete by hand (a generator never writes into TLS_DIR): move it out of the way
+      const stale = path.join(KAFKA_HOME, `tls.stale-${process.pid}-${randomBytes(4).toString('hex')}`)
+      try { fs.renameSync(TLS_DIR, stale); fs.rmSync(stale, { recursive: true, force: true }) } catch (e) { if (e.code !== 'ENOENT') throw e }
+    }
+    const tmp = path.join(KAFKA_HOME, `tls.tmp-${process.pid}-${randomBytes(4).toString('hex')}`)
+    fs.mkdirSync(tmp, { recursive: true })
+    try {
+      generateTls(tmp)
+      try { fs.renameSync(tmp, TLS_DIR); log(`created TLS certificates in ${TLS_DIR}`) } catch (e) {
+        if (e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST') throw e
+      }
+    } finally { fs.rmSync(tmp, { recursive: true, force: true }) }
+    stamp = tlsComplete(TLS_DIR)
+    if (!stamp) fail(`TLS files in ${TLS_DIR} are incomplete after generation`)
+  }
+  return { ...tlsPaths(TLS_DIR), id: stamp.id }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -312,7 +497,9 @@ export async function probe(host, port, timeoutMs = 3000) {
 const clusterDir = (name) => path.join(CLUSTERS, name)
 const clusterFile = (name) => path.join(clusterDir(name), 'cluster.json')
 const nodeDir = (name, id) => path.join(clusterDir(name), `node-${id}`)
-export const ports = (base, id) => ({ port: base + id - 1, saslPort: base + 10 + id - 1, controllerPort: base + 20 + id - 1 })
+export const ports = (base, id) => ({
+  port: base + id - 1, saslPort: base + 10 + id - 1, controllerPort: base + 20 + id - 1, sslPort: base + 30 + id - 1, saslSslPort: base + 40 + id - 1,
+})
 
 function validateName(name) {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) fail(`bad cluster name ${JSON.stringify(name)}`)
@@ -349,12 +536,15 @@ async function chooseBasePort(name, nodes, explicit) {
   fail('no free port block found for the cluster; pass --base-port')
 }
 
-function serverProperties({ id, nodes, base, sasl }) {
+function serverProperties({ id, nodes, base, sasl, tls, reauthMs }) {
   const p = ports(base, id)
   const voters = Array.from({ length: nodes }, (_, i) => `${i + 1}@${HOST}:${ports(base, i + 1).controllerPort}`).join(',')
   const listeners = [`PLAINTEXT://${HOST}:${p.port}`, `CONTROLLER://${HOST}:${p.controllerPort}`]
   const advertised = [`PLAINTEXT://${HOST}:${p.port}`]
-  if (sasl) { listeners.push(`SASL_PLAINTEXT://${HOST}:${p.saslPort}`); advertised.push(`SASL_PLAINTEXT://${HOST}:${p.saslPort}`) }
+  const listen = (name, port) => { listeners.push(`${name}://${HOST}:${port}`); advertised.push(`${name}://${HOST}:${port}`) }
+  if (sasl) listen('SASL_PLAINTEXT', p.saslPort)
+  if (tls) listen('SSL', p.sslPort)
+  if (tls && sasl) listen('SASL_SSL', p.saslSslPort)
   const rf = Math.min(nodes, 3)
   const lines = {
     'process.roles': 'broker,controller',
@@ -364,7 +554,7 @@ function serverProperties({ id, nodes, base, sasl }) {
     listeners: listeners.join(','),
     'advertised.listeners': advertised.join(','),
     'inter.broker.listener.name': 'PLAINTEXT',
-    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT',
+    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL',
     'log.dirs': path.join(nodeDir('__NAME__', id), 'data'),
     // test-friendly broker defaults
     'num.partitions': 1,
@@ -402,6 +592,29 @@ function serverProperties({ id, nodes, base, sasl }) {
       'org.apache.kafka.common.security.plain.PlainLoginModule required ' + USERS.map((u) => `user_${u.user}="${u.password}"`).join(' ') + ';'
     for (const m of SCRAM_MECHS) lines[`listener.name.sasl_plaintext.${m.toLowerCase()}.sasl.jaas.config`] = 'org.apache.kafka.common.security.scram.ScramLoginModule required;'
   }
+  if (tls) {
+    // ssl.* without a listener prefix serve both SSL and SASL_SSL
+    lines['ssl.keystore.type'] = 'PEM'
+    lines['ssl.keystore.location'] = tls.keystore
+    lines['ssl.truststore.type'] = 'PEM'
+    lines['ssl.truststore.location'] = tls.ca
+    // a client that gets through the SSL listener has proven its certificate (mTLS); SASL_SSL
+    // authenticates with SASL instead and asks for none
+    lines['listener.name.ssl.ssl.client.auth'] = 'required'
+  }
+  if (tls && sasl) {
+    const l = 'listener.name.sasl_ssl'
+    lines[`${l}.sasl.enabled.mechanisms`] = SASL_SSL_MECHS.join(',')
+    lines[`${l}.plain.sasl.jaas.config`] = lines['listener.name.sasl_plaintext.plain.sasl.jaas.config']
+    for (const m of SCRAM_MECHS) lines[`${l}.${m.toLowerCase()}.sasl.jaas.config`] = 'org.apache.kafka.common.security.scram.ScramLoginModule required;'
+    // The broker's own login for OAUTHBEARER mints an unsecured token it never uses (inter-broker is
+    // PLAINTEXT), but the login module must still be configured. Client tokens are checked by the
+    // unsecured validator: unsigned JWT, alg "none", string `sub`, numeric `exp` in the future, no clock skew.
+    lines[`${l}.oauthbearer.sasl.jaas.config`] = 'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker";'
+    lines[`${l}.oauthbearer.sasl.server.callback.handler.class`] = 'org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler'
+  }
+  // KIP-368: SASL sessions must re-authenticate within this long or the broker closes them
+  if (reauthMs) lines['connections.max.reauth.ms'] = reauthMs
   return lines
 }
 
@@ -543,11 +756,18 @@ function clusterDescriptor(name, cfg) {
     const dir = nodeDir(name, id)
     const n = { id, host: HOST, port: p.port, controllerPort: p.controllerPort, pid: nodePid(name, id), dir, logDir: path.join(dir, 'data'), serverLog: path.join(dir, 'logs', 'server.log') }
     if (cfg.sasl) n.saslPort = p.saslPort
+    if (cfg.tls) n.sslPort = p.sslPort
+    if (cfg.tls && cfg.sasl) n.saslSslPort = p.saslSslPort
     nodes.push(n)
   }
+  const list = (k) => nodes.map((n) => `${n.host}:${n[k]}`).join(',')
   const c = {
-    name, bootstrap: nodes.map((n) => `${n.host}:${n.port}`).join(','),
-    ...(cfg.sasl ? { saslBootstrap: nodes.map((n) => `${n.host}:${n.saslPort}`).join(','), saslUsers: USERS, saslMechanisms: ['PLAIN', ...SCRAM_MECHS] } : {}),
+    name, bootstrap: list('port'),
+    ...(cfg.sasl ? { saslBootstrap: list('saslPort'), saslUsers: USERS, saslMechanisms: ['PLAIN', ...SCRAM_MECHS] } : {}),
+    ...(cfg.tls ? { sslBootstrap: list('sslPort') } : {}),
+    ...(cfg.tls && cfg.sasl ? { saslSslBootstrap: list('saslSslPort'), saslSslMechanisms: SASL_SSL_MECHS } : {}),
+    ...(cfg.tls ? { tls: cfg.tls } : {}),
+    ...(cfg.reauthMs ? { reauthMs: cfg.reauthMs } : {}),
     nodes, clusterId: cfg.clusterId, transactionVersion: cfg.transactionVersion ?? null, basePort: cfg.basePort, sasl: !!cfg.sasl,
     startedAt: cfg.startedAt, startupMs: cfg.startupMs,
   }
@@ -619,16 +839,24 @@ export async function up(opts = {}) {
   const tv = opts.tv === undefined || opts.tv === null ? null : Number(opts.tv)
   if (tv !== null && ![0, 1, 2].includes(tv)) fail(`--tv must be 0, 1 or 2 (got ${opts.tv})`)
   const sasl = !!opts.sasl
+  const reauthMs = opts.reauthMs === undefined || opts.reauthMs === null ? null : Number(opts.reauthMs)
+  if (reauthMs !== null && !(Number.isInteger(reauthMs) && reauthMs > 0)) fail(`--reauth-ms must be a positive integer (got ${opts.reauthMs})`)
+  const tls = opts.tls ? ensureTls() : null
   const explicitBase = opts.basePort ? Number(opts.basePort) : null
   const owner = opts.owner ? String(opts.owner) : null
   ensureLibs()
   return withLock(name, async () => {
-    const existing = await healthy(name)
+    let existing = await healthy(name)
+    if (existing && tls && existing.tls && existing.tls.id !== tls.id) {
+      // its brokers hold certificates that no longer match the files a client would trust
+      log(`cluster ${name} runs with replaced TLS certificates: recreating`)
+      existing = null
+    }
     if (existing) {
-      const same = existing.nodes.length === nodes && existing.sasl === sasl &&
+      const same = existing.nodes.length === nodes && existing.sasl === sasl && !!existing.tls === !!tls && (existing.reauthMs ?? null) === reauthMs &&
         (tv === null ? existing.transactionVersion === 2 || existing.transactionVersion === null : existing.transactionVersion === tv) &&
         (!explicitBase || existing.basePort === explicitBase)
-      if (!same) fail(`cluster ${name} is already running with different options (nodes=${existing.nodes.length} sasl=${existing.sasl} tv=${existing.transactionVersion} basePort=${existing.basePort}); run \`kafka.mjs down --name ${name}\` first`)
+      if (!same) fail(`cluster ${name} is already running with different options (nodes=${existing.nodes.length} sasl=${existing.sasl} tls=${!!existing.tls} reauthMs=${existing.reauthMs ?? null} tv=${existing.transactionVersion} basePort=${existing.basePort}); run \`kafka.mjs down --name ${name}\` first`)
       log(`cluster ${name} already up: ${existing.bootstrap}`)
       if (owner) addUser(name, owner)
       if (name === 'default') writeJsonAtomic(path.join(KAFKA_HOME, 'cluster.json'), existing)
@@ -639,15 +867,15 @@ export async function up(opts = {}) {
     const basePort = await chooseBasePort(name, nodes, explicitBase)
     let clusterId
     do { clusterId = randomBytes(16).toString('base64url') } while (clusterId.startsWith('-'))
-    const cfg = { nodes, sasl, basePort, clusterId, tv, startedAt: new Date().toISOString() }
+    const cfg = { nodes, sasl, tls, reauthMs, basePort, clusterId, tv, startedAt: new Date().toISOString() }
     fs.mkdirSync(clusterDir(name), { recursive: true })
-    writeJsonAtomic(path.join(clusterDir(name), 'ports.json'), { basePort, nodes, sasl, tv, clusterId })
+    writeJsonAtomic(path.join(clusterDir(name), 'ports.json'), { basePort, nodes, sasl, tls: !!tls, reauthMs, tv, clusterId })
     // the run that created a cluster owns it: `down --owner ID` stops only what that run started
     if (owner) { fs.writeFileSync(path.join(clusterDir(name), 'owner'), owner); addUser(name, owner) }
     for (let id = 1; id <= nodes; id++) {
       const dir = nodeDir(name, id)
       fs.mkdirSync(path.join(dir, 'logs'), { recursive: true })
-      const props = serverProperties({ id, nodes, base: basePort, sasl })
+      const props = serverProperties({ id, nodes, base: basePort, sasl, tls, reauthMs })
       props['log.dirs'] = path.join(dir, 'data')
       fs.writeFileSync(path.join(dir, 'server.properties'), propsText(props))
       fs.writeFileSync(path.join(dir, 'log4j2.properties'), log4jText(path.join(dir, 'logs')))
@@ -677,7 +905,7 @@ export async function up(opts = {}) {
     cfg.startupMs = Date.now() - t0
     const c = clusterDescriptor(name, cfg)
     writeCluster(name, c)
-    log(`cluster ${name} up in ${cfg.startupMs}ms (format ${tf - t0}ms, boot ${Date.now() - tf}ms): ${c.bootstrap}${c.saslBootstrap ? ` sasl ${c.saslBootstrap}` : ''}, transaction.version=${cfg.transactionVersion}`)
+    log(`cluster ${name} up in ${cfg.startupMs}ms (format ${tf - t0}ms, boot ${Date.now() - tf}ms): ${c.bootstrap}${c.saslBootstrap ? ` sasl ${c.saslBootstrap}` : ''}${c.sslBootstrap ? ` ssl ${c.sslBootstrap}` : ''}${c.saslSslBootstrap ? ` sasl_ssl ${c.saslSslBootstrap}` : ''}, transaction.version=${cfg.transactionVersion}`)
     return c
   })
 }
@@ -818,7 +1046,7 @@ export async function status(opts = {}) {
     const c = readJson(clusterFile(name))
     if (!c) { out.push({ name, up: false }); continue }
     const nodes = c.nodes.map((n) => ({ id: n.id, pid: n.pid, alive: isAlive(n.pid), state: procState(n.pid) }))
-    out.push({ name, up: !!(await healthy(name)), bootstrap: c.bootstrap, nodes })
+    out.push({ name, up: !!(await healthy(name)), bootstrap: c.bootstrap, saslBootstrap: c.saslBootstrap, sslBootstrap: c.sslBootstrap, saslSslBootstrap: c.saslSslBootstrap, nodes })
   }
   return out
 }
@@ -970,11 +1198,12 @@ async function main() {
   switch (cmd) {
     case 'fetch': fetchLibs({ force: !!o.force }); fetchMskIamLibs({ force: !!o.force }); break
     case 'up': {
-      const c = await up({ name: o.name, nodes: o.nodes, sasl: o.sasl, basePort: o['base-port'], tv: o.tv, owner: o.owner })
+      const c = await up({ name: o.name, nodes: o.nodes, sasl: o.sasl, tls: o.tls, reauthMs: o['reauth-ms'], basePort: o['base-port'], tv: o.tv, owner: o.owner })
       if (o.json) process.stdout.write(JSON.stringify(c) + '\n')
-      else console.log(`${c.name}: ${c.bootstrap}${c.saslBootstrap ? ` (SASL ${c.saslBootstrap})` : ''} transaction.version=${c.transactionVersion}`)
+      else console.log(`${c.name}: ${c.bootstrap}${c.saslBootstrap ? ` (SASL ${c.saslBootstrap})` : ''}${c.sslBootstrap ? ` (SSL ${c.sslBootstrap})` : ''}${c.saslSslBootstrap ? ` (SASL_SSL ${c.saslSslBootstrap})` : ''} transaction.version=${c.transactionVersion}`)
       break
     }
+    case 'tls': console.log(JSON.stringify(ensureTls(), null, 2)); break
     case 'down': await down({ name: o.name, all: o.all, owner: o.owner }); break
     case 'status': console.log(JSON.stringify(await status({ name: o.name }), null, 2)); break
     case 'kill': case 'stop': case 'cont': {
@@ -1011,7 +1240,7 @@ async function main() {
       process.exit(r.status ?? 1)
     }
     default:
-      console.error('usage: kafka.mjs fetch | up [--nodes N] [--name NAME] [--sasl] [--base-port P] [--tv 1|2] [--json] | down [--name NAME|--all] | status | kill|stop|cont|restart <name> <nodeId> | probe host:port | dump-batches <name> <topic>')
+      console.error('usage: kafka.mjs fetch | up [--nodes N] [--name NAME] [--sasl] [--tls] [--reauth-ms N] [--base-port P] [--tv 1|2] [--json] | tls | down [--name NAME|--all] | status | kill|stop|cont|restart <name> <nodeId> | probe host:port | dump-batches <name> <topic>')
       process.exit(2)
   }
 }

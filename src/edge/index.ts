@@ -3,13 +3,14 @@
  * only Web APIs; the Node TCP transport is exported from 'kafka-edge/node' (and from the Node
  * condition of the package root).
  */
-export { createProducer, Producer, type ProducerRecord, type RecordMetadata } from './producer/producer.js'
-export type { ProducerSettings } from './producer/config.js'
-export { IllegalStateException, ProducerFencedException, TransactionAbortedException, TransactionAbortableException, FatalTransactionException, type TxnState, type GroupMetadata, type OffsetsToCommit } from './producer/transactions.js'
+export { createProducer, Producer, type ProducerRecord, type RecordMetadata, type ProducerState } from './producer/producer.js'
+export type { ProducerSettings, JavaProducerSettings, AnyProducerSettings, SecurityProtocol } from './producer/config.js'
+export type { OAuthBearerToken } from './auth/sasl.js'
+export type { AwsCredentials } from './auth/aws-msk-iam.js'
+export type { TxnState, GroupMetadata, OffsetsToCommit } from './producer/transactions.js'
 export * from './errors.js'
 export type { Transport, Link, LinkHandlers, BrokerAddress } from './transport/transport.js'
 export { loadCore, type LoadCoreOptions, type CompressionType } from './wasm/core.js'
-export { UnsupportedCompressionError, WasmCoreError, CompressionCodecError, CorruptCompressedDataError, DecompressedSizeLimitError } from './wasm/errors.js'
 export { murmur2, partitionForKey } from './producer/partitioner.js'
 export { websocket, type WebSocketTransportOptions } from './transport/websocket.js'
 export { cloudflareSockets, type CloudflareSocketsOptions, type CloudflareConnect, type CloudflareSocketLike } from './transport/cloudflare-sockets.js'

@@ -1,7 +1,7 @@
 // Runs the telemetry Worker under `wrangler dev` (local mode: real workerd, Durable Objects in
 // process) on 127.0.0.1. Telemetry off, no outbound lookups; the whole process group is stopped.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -56,8 +56,27 @@ export function snapshotWorker(): { dir: string } {
   return { dir }
 }
 
-export async function startWrangler(vars: Record<string, string>, opts: { timeoutMs?: number; snapshot?: boolean; port?: number } = {}): Promise<WranglerDev> {
+export interface StartOptions {
+  timeoutMs?: number
+  snapshot?: boolean
+  port?: number
+  /**
+   * Environment of the wrangler process (over this process's); undefined removes a variable. workerd
+   * inherits it: NODE_EXTRA_CA_CERTS here is what makes a local Worker trust a private CA.
+   */
+  env?: Record<string, string | undefined>
+  /** Written to .dev.vars in the snapshot, where `wrangler dev` reads the secrets `wrangler secret put` sets when deployed. */
+  secrets?: Record<string, string>
+}
+
+export async function startWrangler(vars: Record<string, string>, opts: StartOptions = {}): Promise<WranglerDev> {
   const snap = opts.snapshot === false ? null : snapshotWorker()
+  if (opts.secrets) {
+    if (!snap) throw new Error('startWrangler: secrets need the snapshot (a .dev.vars in the tree would be picked up by every wrangler dev)')
+    writeFileSync(path.join(snap.dir, '.dev.vars'), Object.entries(opts.secrets).map(([k, v]) => `${k}=${JSON.stringify(v)}\n`).join(''))
+  }
+  const env: Record<string, string | undefined> = { ...process.env, ...WRANGLER_ENV, ...opts.env }
+  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k]
   const port = opts.port ?? await freePort()
   const args = ['wrangler', 'dev', '--port', String(port), '--ip', '127.0.0.1', '--inspector-port', String(await freePort())]
   for (const [k, v] of Object.entries(vars)) args.push('--var', `${k}:${v}`)
@@ -66,7 +85,7 @@ export async function startWrangler(vars: Record<string, string>, opts: { timeou
   args.push('--persist-to', state)
   const child: ChildProcess = spawn('npx', args, {
     cwd: snap?.dir ?? ROOT,
-    env: { ...process.env, ...WRANGLER_ENV },
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group: stop() ends npx, wrangler, esbuild and workerd together
   })

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import fc from 'fast-check'
-import { CompressionCodecError, CorruptCompressedDataError } from '../../src/edge/wasm/errors.js'
+import { CompressionCodecError, CorruptCompressedDataError } from '../../src/edge/errors.js'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const CODECS_DIR = join(ROOT, 'assembly/codecs')
@@ -18,9 +18,9 @@ const NAMES = Object.fromEntries(Object.entries(CODEC_IDS).map(([k, v]) => [v, k
 
 export const ERR = { DST_TOO_SMALL: -1, NOT_BUILT: -2, TRUNCATED: -3, CORRUPT: -4, CHECKSUM: -5, UNSUPPORTED: -6 } as const
 
-// The typed codec errors live in src/edge/wasm/errors.ts (Core.decompress throws them); re-exported
+// The typed codec errors live in src/edge/errors.ts (Core.decompress throws them); re-exported
 // here so the codec tests and this harness throw the same classes as the product.
-export { CompressionCodecError, CorruptCompressedDataError } from '../../src/edge/wasm/errors.js'
+export { CompressionCodecError, CorruptCompressedDataError } from '../../src/edge/errors.js'
 
 /** The test wasm's "codec not built" (-2); the product reports it as UnsupportedCompressionError. */
 export class CodecNotBuiltError extends CompressionCodecError {

@@ -22,6 +22,13 @@ export interface ClusterOptions {
   sasl?: boolean
   /** finalized transaction.version; unset = the release default (2 on Kafka 4.4) */
   tv?: 1 | 2
+  /**
+   * add an SSL listener that requires a client certificate (mTLS), and with `sasl` a SASL_SSL listener
+   * (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER with unsecured JWTs); certificates in cluster.tls
+   */
+  tls?: boolean
+  /** broker connections.max.reauth.ms (KIP-368) */
+  reauthMs?: number
 }
 
 export const SASL_USERS = { admin: 'admin-secret', relay: 'relay-secret' } as const
@@ -29,8 +36,8 @@ export const SASL_USERS = { admin: 'admin-secret', relay: 'relay-secret' } as co
 function clusterName(o: ClusterOptions): string {
   if (o.name) return o.name
   const nodes = o.nodes ?? 1
-  if (nodes === 1 && !o.sasl && !o.tv) return 'default'
-  return `n${nodes}${o.sasl ? '-sasl' : ''}${o.tv ? `-tv${o.tv}` : ''}`
+  if (nodes === 1 && !o.sasl && !o.tv && !o.tls && !o.reauthMs) return 'default'
+  return `n${nodes}${o.sasl ? '-sasl' : ''}${o.tls ? '-tls' : ''}${o.tv ? `-tv${o.tv}` : ''}${o.reauthMs ? `-reauth${o.reauthMs}` : ''}`
 }
 
 function runKafkaMjs(args: string[], timeoutMs = 300_000): Promise<string> {
@@ -55,6 +62,8 @@ export function ensureCluster(opts: ClusterOptions = {}): Promise<Cluster> {
   if (existing) return existing
   const args = ['up', '--json', '--quiet', '--name', name, '--nodes', String(opts.nodes ?? 1)]
   if (opts.sasl) args.push('--sasl')
+  if (opts.tls) args.push('--tls')
+  if (opts.reauthMs) args.push('--reauth-ms', String(opts.reauthMs))
   if (opts.tv) args.push('--tv', String(opts.tv))
   if (process.env.KAFKA_EDGE_RUN_ID) args.push('--owner', process.env.KAFKA_EDGE_RUN_ID)
   const p = runKafkaMjs(args)
@@ -78,6 +87,81 @@ function tool(name: 'Reader' | 'Admin' | 'Produce', args: string[], opts: { inpu
   return harness.runTool(name, args, opts)
 }
 
+// ---- security: which listener, and how, a Java helper connects ------------------------------------
+
+export type SecurityProtocol = 'PLAINTEXT' | 'SASL_PLAINTEXT' | 'SSL' | 'SASL_SSL'
+export type SaslMechanism = 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512' | 'OAUTHBEARER'
+/**
+ * Java client properties (security.protocol, ssl.*, sasl.*), e.g. from javaSecurity(). The helpers
+ * below connect to the listener `security.protocol` names and pass every entry on with --prop.
+ */
+export type JavaSecurity = Record<string, string>
+
+const LISTENER_BOOTSTRAP = {
+  PLAINTEXT: 'port', SASL_PLAINTEXT: 'saslPort', SSL: 'sslPort', SASL_SSL: 'saslSslPort',
+} as const satisfies Record<SecurityProtocol, keyof ClusterNode>
+
+/** The cluster's bootstrap list for `protocol`, without the nodes this process killed or stopped. */
+export function bootstrapFor(cluster: Cluster, protocol: SecurityProtocol = 'PLAINTEXT'): string {
+  const key = LISTENER_BOOTSTRAP[protocol]
+  if (!key) throw new Error(`unknown security protocol ${protocol}`)
+  if (cluster.nodes.some((n) => n[key] === undefined)) {
+    const needs = { PLAINTEXT: '', SASL_PLAINTEXT: 'sasl', SSL: 'tls', SASL_SSL: 'sasl and tls' }[protocol]
+    throw new Error(`cluster ${cluster.name} has no ${protocol} listener (it needs the ClusterOptions ${needs})`)
+  }
+  const gone = down.get(cluster.name)
+  const live = cluster.nodes.filter((n) => !gone?.has(n.id))
+  return (live.length ? live : cluster.nodes).map((n) => `${n.host}:${n[key]}`).join(',')
+}
+
+/**
+ * Java client properties for one of the cluster's secured listeners. SSL presents the test client
+ * certificate (the listener requires one); SASL_SSL and SASL_PLAINTEXT authenticate `user` with
+ * `mechanism` (default PLAIN as admin). TLS listeners are verified against the test CA, hostname
+ * included. OAUTHBEARER logs in with an unsecured JWT whose `sub` is `user` (no password).
+ */
+export function javaSecurity(
+  cluster: Cluster, protocol: 'SSL' | 'SASL_SSL' | 'SASL_PLAINTEXT', mechanism: SaslMechanism = 'PLAIN',
+  user: string = 'admin', password?: string,
+): JavaSecurity {
+  const p: JavaSecurity = { 'security.protocol': protocol }
+  if (protocol !== 'SASL_PLAINTEXT') {
+    if (!cluster.tls) throw new Error(`cluster ${cluster.name} has no TLS listeners (start it with tls: true)`)
+    p['ssl.truststore.type'] = 'PEM'
+    p['ssl.truststore.location'] = cluster.tls.ca
+  }
+  if (protocol === 'SSL') {
+    p['ssl.keystore.type'] = 'PEM'
+    p['ssl.keystore.location'] = cluster.tls!.clientKeystore
+    return p
+  }
+  p['sasl.mechanism'] = mechanism
+  if (mechanism === 'OAUTHBEARER') {
+    p['sasl.jaas.config'] = `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="${user}";`
+  } else {
+    const pass = password ?? SASL_USERS[user as keyof typeof SASL_USERS]
+    if (pass === undefined) throw new Error(`javaSecurity: no password for SASL user ${user}`)
+    const module = mechanism === 'PLAIN' ? 'org.apache.kafka.common.security.plain.PlainLoginModule' : 'org.apache.kafka.common.security.scram.ScramLoginModule'
+    p['sasl.jaas.config'] = `${module} required username="${user}" password="${pass}";`
+  }
+  return p
+}
+
+/** [bootstrap of the listener `security` is for, --prop args]. */
+function endpoint(cluster: Cluster, security?: JavaSecurity): [string, string[]] {
+  if (!security) return [bs(cluster), []]
+  const protocol = (security['security.protocol'] ?? 'PLAINTEXT') as SecurityProtocol
+  return [bootstrapFor(cluster, protocol), Object.entries(security).flatMap(([k, v]) => ['--prop', `${k}=${v}`])]
+}
+
+/** An unsecured JWT as Kafka's OAuthBearerUnsecuredValidatorCallbackHandler accepts it: alg "none", no signature, `sub` and `exp` required. */
+export function unsecuredJwt(sub: string, opts: { iat?: number; exp?: number; lifetimeS?: number; claims?: Record<string, unknown> } = {}): string {
+  const iat = opts.iat ?? Math.floor(Date.now() / 1000)
+  const exp = opts.exp ?? iat + (opts.lifetimeS ?? 3600)
+  const b64u = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url')
+  return `${b64u({ alg: 'none' })}.${b64u({ ...opts.claims, sub, iat, exp })}.`
+}
+
 export interface TopicOptions {
   partitions?: number
   /** default: min(3, nodes) */
@@ -85,19 +169,23 @@ export interface TopicOptions {
   minIsr?: number
   /** Topic configs, e.g. { 'max.message.bytes': '2000' }. */
   configs?: Record<string, string>
+  /** connect through a secured listener (see javaSecurity); default PLAINTEXT */
+  security?: JavaSecurity
 }
 
 /** Create a topic and wait until every partition has a leader and a full ISR. */
 export async function createTopic(cluster: Cluster, topic: string, opts: TopicOptions = {}): Promise<void> {
   const rf = opts.replicationFactor ?? Math.min(3, cluster.nodes.length)
-  const args = ['create-topic', bs(cluster), topic, String(opts.partitions ?? 1), String(rf)]
+  const [bootstrap, props] = endpoint(cluster, opts.security)
+  const args = ['create-topic', bootstrap, topic, String(opts.partitions ?? 1), String(rf)]
   args.push(opts.minIsr !== undefined ? String(opts.minIsr) : '-')
   for (const [k, v] of Object.entries(opts.configs ?? {})) args.push(`${k}=${v}`)
-  await tool('Admin', args)
+  await tool('Admin', [...args, ...props])
 }
 
-export async function deleteTopic(cluster: Cluster, topic: string): Promise<void> {
-  await tool('Admin', ['delete-topic', bs(cluster), topic])
+export async function deleteTopic(cluster: Cluster, topic: string, security?: JavaSecurity): Promise<void> {
+  const [bootstrap, props] = endpoint(cluster, security)
+  await tool('Admin', ['delete-topic', bootstrap, topic, ...props])
 }
 
 export interface ReadRecord {
@@ -130,6 +218,8 @@ export interface ReadOptions {
   expected?: number
   /** default 30 s */
   timeoutMs?: number
+  /** connect through a secured listener (see javaSecurity); default PLAINTEXT */
+  security?: JavaSecurity
 }
 
 /**
@@ -138,15 +228,17 @@ export interface ReadOptions {
  */
 export async function readTopic(cluster: Cluster, topic: string, opts: ReadOptions = {}): Promise<ReadRecord[]> {
   const timeoutMs = opts.timeoutMs ?? 30_000
-  const args = [bs(cluster), topic, '--isolation', opts.isolation ?? 'read_committed', '--timeout', String(timeoutMs)]
+  const [bootstrap, props] = endpoint(cluster, opts.security)
+  const args = [bootstrap, topic, '--isolation', opts.isolation ?? 'read_committed', '--timeout', String(timeoutMs), ...props]
   if (opts.expected !== undefined) args.push('--expected', String(opts.expected))
   const out = await tool('Reader', args, { timeoutMs: timeoutMs + 60_000 })
   return parseRecords(out).sort((a, b) => a.partition - b.partition || a.offset - b.offset)
 }
 
 /** End offsets per partition (read_committed: the last stable offset). */
-export async function endOffsets(cluster: Cluster, topic: string, isolation: ReadOptions['isolation'] = 'read_uncommitted'): Promise<Record<number, number>> {
-  return JSON.parse(await tool('Reader', [bs(cluster), topic, '--isolation', isolation, '--end-offsets']))
+export async function endOffsets(cluster: Cluster, topic: string, isolation: ReadOptions['isolation'] = 'read_uncommitted', security?: JavaSecurity): Promise<Record<number, number>> {
+  const [bootstrap, props] = endpoint(cluster, security)
+  return JSON.parse(await tool('Reader', [bootstrap, topic, '--isolation', isolation, '--end-offsets', ...props]))
 }
 
 export interface DumpOptions {
@@ -186,29 +278,39 @@ export async function partitionsForKeys(keys: Uint8Array[], numPartitions: numbe
 }
 
 /** {partition: leaderId} (-1 when a partition has no leader). */
-export async function leaders(cluster: Cluster, topic: string): Promise<Record<number, number>> {
-  return JSON.parse(await tool('Admin', ['leaders', bs(cluster), topic]))
+export async function leaders(cluster: Cluster, topic: string, security?: JavaSecurity): Promise<Record<number, number>> {
+  const [bootstrap, props] = endpoint(cluster, security)
+  return JSON.parse(await tool('Admin', ['leaders', bootstrap, topic, ...props]))
 }
 
-export async function leaderOf(cluster: Cluster, topic: string, partition: number): Promise<number> {
-  const l = (await leaders(cluster, topic))[partition]
+export async function leaderOf(cluster: Cluster, topic: string, partition: number, security?: JavaSecurity): Promise<number> {
+  const l = (await leaders(cluster, topic, security))[partition]
   if (l === undefined) throw new Error(`${topic} has no partition ${partition}`)
   return l
 }
 
 export interface PartitionState { partition: number; leader: number; replicas: number[]; isr: number[] }
-export async function describeTopic(cluster: Cluster, topic: string): Promise<PartitionState[]> {
-  return JSON.parse(await tool('Admin', ['describe-topic', bs(cluster), topic]))
+export async function describeTopic(cluster: Cluster, topic: string, security?: JavaSecurity): Promise<PartitionState[]> {
+  const [bootstrap, props] = endpoint(cluster, security)
+  return JSON.parse(await tool('Admin', ['describe-topic', bootstrap, topic, ...props]))
 }
 
 /** Committed offsets of a consumer group: [{topic, partition, offset, metadata}]. */
-export async function groupOffsets(cluster: Cluster, group: string): Promise<{ topic: string; partition: number; offset: number; metadata: string }[]> {
-  return JSON.parse(await tool('Admin', ['group-offsets', bs(cluster), group]))
+export async function groupOffsets(cluster: Cluster, group: string, security?: JavaSecurity): Promise<{ topic: string; partition: number; offset: number; metadata: string }[]> {
+  const [bootstrap, props] = endpoint(cluster, security)
+  return JSON.parse(await tool('Admin', ['group-offsets', bootstrap, group, ...props]))
 }
 
 /** Finalized feature levels as the Admin API reports them, e.g. {'transaction.version': 2, ...}. */
-export async function finalizedFeatures(cluster: Cluster): Promise<Record<string, number>> {
-  return JSON.parse(await tool('Admin', ['features', bs(cluster)])).finalized
+export async function finalizedFeatures(cluster: Cluster, security?: JavaSecurity): Promise<Record<string, number>> {
+  const [bootstrap, props] = endpoint(cluster, security)
+  return JSON.parse(await tool('Admin', ['features', bootstrap, ...props])).finalized
+}
+
+/** The Admin API's view of the cluster; with `security`, also proves that the listener lets the client in. */
+export async function describeCluster(cluster: Cluster, security?: JavaSecurity): Promise<{ clusterId: string; controller: number; nodes: number[] }> {
+  const [bootstrap, props] = endpoint(cluster, security)
+  return JSON.parse(await tool('Admin', ['cluster', bootstrap, ...props]))
 }
 
 /** ApiVersions v3 + Metadata straight from one node over TCP (no JVM): finalized features, live brokers. */
@@ -231,6 +333,8 @@ export interface ProduceJavaOptions {
   transactionalId?: string
   /** abort the transaction instead of committing it */
   abort?: boolean
+  /** connect through a secured listener (see javaSecurity); default PLAINTEXT */
+  security?: JavaSecurity
 }
 
 /** Produce with the Java producer (a reference, never kafka-edge). Returns metadata in input order. */
@@ -240,7 +344,8 @@ export async function produceJava(cluster: Cluster, topic: string, records: Prod
     key: enc(r.key), value: enc(r.value), partition: r.partition, timestamp: r.timestamp,
     headers: (r.headers ?? []).map((h) => ({ key: h.key, value: enc(h.value) })),
   })).join('\n') + '\n'
-  const args = [bs(cluster), topic]
+  const [bootstrap, props] = endpoint(cluster, opts.security)
+  const args = [bootstrap, topic, ...props]
   for (const [k, v] of Object.entries(opts.config ?? {})) args.push('--set', `${k}=${v}`)
   if (opts.transactionalId) args.push('--transactional-id', opts.transactionalId)
   if (opts.abort) args.push('--abort')
@@ -254,9 +359,7 @@ const down = new Map<string, Set<number>>() // nodes this process killed or stop
 
 /** PLAINTEXT bootstrap without the nodes this process killed or stopped (a SIGSTOPped node would stall Java clients). */
 export function bs(cluster: Cluster): string {
-  const gone = down.get(cluster.name)
-  const live = cluster.nodes.filter((n) => !gone?.has(n.id))
-  return (live.length ? live : cluster.nodes).map((n) => `${n.host}:${n.port}`).join(',')
+  return bootstrapFor(cluster, 'PLAINTEXT')
 }
 
 function mark(cluster: Cluster, id: number, isDown: boolean) {

@@ -33,7 +33,7 @@ function producer(settings: ProducerSettings): Producer {
 const oauthToken = (sub = 'admin', lifetimeS = 3600) => async () => ({ token: unsecuredJwt(sub, { lifetimeS }), lifetimeMs: lifetimeS * 1000 })
 
 function saslSettings(mechanism: SaslMechanism): ProducerSettings {
-  const base = { 'bootstrap.servers': bootstrapFor(cluster, 'SASL_SSL'), 'security.protocol': 'SASL_SSL', 'ssl.ca.pem': pem.ca, 'sasl.mechanism': mechanism }
+  const base = { 'bootstrap.servers': bootstrapFor(cluster, 'SASL_SSL'), 'security.protocol': 'SASL_SSL', 'ssl.ca.pem': pem.ca, 'sasl.mechanism': mechanism } as const
   if (mechanism === 'OAUTHBEARER') return { ...base, 'sasl.oauthbearer.token.provider': oauthToken() }
   if (mechanism === 'PLAIN') return { ...base, 'sasl.username': 'admin', 'sasl.password': 'admin-secret' }
   return { ...base, 'sasl.jaas.config': 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";' }
@@ -101,7 +101,8 @@ describe('bad security settings fail fast with a typed error that names the caus
   })
 
   it('a mechanism kafka-edge does not know is a ConfigException at construction', () => {
-    expect(() => createProducer({ ...saslSettings('PLAIN'), 'sasl.mechanism': 'GSSAPI' })).toThrow(ConfigException)
+    // A value the types rule out, as a JavaScript caller or a JSON config could still pass it.
+    expect(() => createProducer({ ...saslSettings('PLAIN'), 'sasl.mechanism': 'GSSAPI' } as unknown as ProducerSettings)).toThrow(ConfigException)
   })
 
   it('an expired OAuth token is refused with the validator\'s reason', async () => {
@@ -118,6 +119,14 @@ describe('bad security settings fail fast with a typed error that names the caus
     expect((error as SslAuthenticationException).reason).toBe('unknown CA')
     expect((error as SslAuthenticationException).host).toBe('127.0.0.1')
     expect(error.message).toMatch(/ssl\.ca\.pem/)
+    expect(ms).toBeLessThan(5_000)
+  })
+
+  it('mutual TLS without a client certificate names the missing certificate', async () => {
+    const { error, ms } = await failure({ 'bootstrap.servers': bootstrapFor(cluster, 'SSL'), 'security.protocol': 'SSL', 'ssl.ca.pem': pem.ca })
+    expect(error).toBeInstanceOf(SslAuthenticationException)
+    expect((error as SslAuthenticationException).reason).toBe('client certificate refused')
+    expect(error.message).toMatch(/ssl\.certificate\.pem/)
     expect(ms).toBeLessThan(5_000)
   })
 

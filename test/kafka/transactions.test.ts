@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { IllegalStateException } from '../../src/edge/errors.js'
 import { createProducer, ProducerFencedException, type Producer } from '../../src/edge/index.js'
 import { tcp } from '../../src/edge/node.js'
-import { IllegalStateException } from '../../src/edge/producer/transactions.js'
+
 import { bs, createTopic, dumpBatches, ensureCluster, readTopic, uniqueTopic, type Cluster } from '../helpers/kafka.js'
 import { rng } from '../helpers/records.js'
 

@@ -1,6 +1,6 @@
-import { KafkaEdgeError, TimeoutException } from '../../src/edge/errors.js'
+import { IllegalStateException, KafkaEdgeError, TimeoutException } from '../../src/edge/errors.js'
 import { createProducer, type Producer, type RecordMetadata } from '../../src/edge/producer/producer.js'
-import { IllegalStateException } from '../../src/edge/producer/transactions.js'
+
 import { Produce } from '../../src/edge/protocol/index.js'
 import { rng } from '../helpers/records.js'
 import { between, drawNetFaults, faultLevel, indexOf, pick, valueOf, type Outcome } from './harness.js'

@@ -1,3 +1,4 @@
+import type { AnyProducerSettings, ProducerSettings } from '../../src/edge/producer/config.js'
 import { describe, expect, it } from 'vitest'
 import { ConfigException } from '../../src/edge/errors.js'
 import { parseConfig } from '../../src/edge/producer/config.js'
@@ -27,8 +28,9 @@ describe('producer config (reference section 5)', () => {
     [{ 'linger.ms': -1 }, /linger.ms/],
     [{ 'no.such.setting': 1 }, /unknown producer setting/],
   ])('rejects %j', (extra, message) => {
-    expect(() => parseConfig({ ...base, ...extra })).toThrow(ConfigException)
-    expect(() => parseConfig({ ...base, ...extra })).toThrow(message)
+    // Wrong types and unknown keys on purpose: the run-time checks are what is tested.
+    expect(() => parseConfig({ ...base, ...extra } as AnyProducerSettings)).toThrow(ConfigException)
+    expect(() => parseConfig({ ...base, ...extra } as AnyProducerSettings)).toThrow(message)
   })
 
   it('idempotence left at its default yields silently to conflicting settings', () => {
@@ -38,5 +40,21 @@ describe('producer config (reference section 5)', () => {
 
   it('delivery.timeout.ms left at its default is raised to linger.ms + request.timeout.ms', () => {
     expect(parseConfig({ ...base, 'request.timeout.ms': 200000 }).deliveryTimeoutMs).toBe(200005)
+  })
+})
+
+describe('typed settings (checked by tsc in npm test)', () => {
+  it('a misspelt key or a value outside its enumeration does not compile; camelCase aliases do', () => {
+    const transport = base.transport
+    // @ts-expect-error a typo in a key is caught before run time
+    const typo: ProducerSettings = { 'linger.msx': 5, transport }
+    // @ts-expect-error compression.type is an enumeration
+    const codec: ProducerSettings = { 'compression.type': 'brotli', transport }
+    const aliases: ProducerSettings = { bootstrapServers: 'b:9092', lingerMs: 5, 'compression.type': 'zstd', saslMechanism: 'SCRAM-SHA-512', transport }
+    expect(() => parseConfig(typo as AnyProducerSettings)).toThrow(/unknown producer setting "linger.msx"/)
+    expect(() => parseConfig({ ...codec, 'bootstrap.servers': 'b:9092' })).toThrow(/compression.type must be one of/)
+    const tlsTransport: Transport = { ...transport, tls: 'full' }
+    const c = parseConfig({ ...aliases, transport: tlsTransport, securityProtocol: 'SASL_SSL', saslUsername: 'u', saslPassword: 'p' })
+    expect([c.lingerMs, c.compressionType, c.security.sasl?.name]).toEqual([5, 'zstd', 'SCRAM-SHA-512'])
   })
 })

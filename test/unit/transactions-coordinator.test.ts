@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { TimeoutException } from '../../src/edge/errors.js'
+import { IllegalStateException, TimeoutException, TransactionAbortableException } from '../../src/edge/errors.js'
 import { apiError } from '../../src/edge/protocol/index.js'
 import { topicPartition } from '../../src/edge/producer/producer-batch.js'
-import { ADD_PARTITIONS_RETRY_BACKOFF_MS, IllegalStateException, TransactionAbortableException } from '../../src/edge/producer/transactions.js'
+import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions.js'
 import { setup } from '../helpers/txn-fake-coordinator.js'
 
 const tp = (p: number, t = 'out') => topicPartition(t, p)

@@ -1,12 +1,10 @@
 import { createRequire } from 'node:module'
+import { UnsupportedCompressionError, WasmCoreError } from '../../src/edge/errors.js'
 import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
 import { beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import {
-  batchHeader, loadCore, NO_PRODUCER, restamp, UnsupportedCompressionError, WasmCoreError,
-  type CompressionType, type Core, type ProducerStamp, type RecordInput,
-} from '../../src/edge/wasm/core.js'
+import { batchHeader, loadCore, NO_PRODUCER, restamp, type CompressionType, type Core, type ProducerStamp, type RecordInput } from '../../src/edge/wasm/core.js'
 import { BatchReadError, readBatch } from '../helpers/batch-reader.js'
 
 let core: Core

@@ -2,12 +2,10 @@
 // every codec compresses a batch through openBatch and Core.decompress gives the records back;
 // the per-codec variants contain exactly their codec; corrupt input is a typed error, never a trap.
 import { readFileSync } from 'node:fs'
+import { CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError } from '../../src/edge/errors.js'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
-import {
-  CorruptCompressedDataError, DecompressedSizeLimitError, loadCore, UnsupportedCompressionError, WasmCoreError,
-  type CompressionType, type Core, type ProducerStamp, type RecordInput,
-} from '../../src/edge/wasm/core.js'
+import { loadCore, type CompressionType, type Core, type ProducerStamp, type RecordInput } from '../../src/edge/wasm/core.js'
 import { CORE_WASM_BASE64 } from '../../src/edge/wasm/core.generated.js'
 import { createProducer } from '../../src/edge/producer/producer.js'
 import type { Transport } from '../../src/edge/transport/transport.js'
@@ -167,7 +165,7 @@ describe('build/core.wasm (all codecs, encoders and decoders)', () => {
       expect(e).toBeInstanceOf(CorruptCompressedDataError)
       expect(e).toBeInstanceOf(WasmCoreError)
       expect((e as CorruptCompressedDataError).codec).toBe('gzip')
-      expect((e as CorruptCompressedDataError).code).toBe(-5)
+      expect((e as CorruptCompressedDataError).status).toBe(-5)
       expect((e as Error).message).toMatch(/gzip: checksum mismatch/)
     }
   })

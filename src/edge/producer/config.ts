@@ -50,7 +50,105 @@ export interface SecurityConfig {
   sasl: SaslMechanism | null
 }
 
-export type ProducerSettings = Record<string, unknown>
+type Numeric = number | `${number}`
+
+/**
+ * The producer's settings: the Java client's names (and 4.x defaults), each also accepted in
+ * camelCase (`lingerMs` for `linger.ms`). Unknown keys are a ConfigException at run time; settings
+ * read from a loose source (JSON, env) can be typed as `AnyProducerSettings` and are checked there.
+ */
+export interface JavaProducerSettings {
+  /** Required. Brokers to bootstrap from: "host:port,host:port" or an array of them. */
+  'bootstrap.servers'?: string | string[]
+  /** Required. How frames reach brokers: `tcp()` (Node, Deno, Bun), `cloudflareSockets()` (Workers) or `websocket({ url, token })` (the relay). */
+  transport?: Transport
+  /** Default 'kafka-edge'. Sent with every request; shows in broker logs and quotas. */
+  'client.id'?: string
+  /** Default 'all'. Acknowledgements the leader waits for; idempotence needs 'all'. */
+  acks?: 'all' | -1 | 0 | 1 | '-1' | '0' | '1'
+  /** Default true. Exactly once and in order per partition through retries (needs acks=all, retries > 0, in-flight <= 5). */
+  'enable.idempotence'?: boolean | 'true' | 'false'
+  /** Default 5. How long a batch waits for more records before it is sent. */
+  'linger.ms'?: Numeric
+  /** Default 16384. Target batch size in bytes (per partition). */
+  'batch.size'?: Numeric
+  /** Default 5. Requests in flight per broker connection (at most 5 with idempotence). */
+  'max.in.flight.requests.per.connection'?: Numeric
+  /** Default 2147483647. Retries of a failed batch, bounded by delivery.timeout.ms. */
+  retries?: Numeric
+  /** Default 120000. Upper bound from send() to success or failure, retries included. */
+  'delivery.timeout.ms'?: Numeric
+  /** Default 30000. How long to wait for one response before the connection is given up. */
+  'request.timeout.ms'?: Numeric
+  /** Default 100. First backoff between retries. */
+  'retry.backoff.ms'?: Numeric
+  /** Default 1000. Backoff cap (exponential with jitter). */
+  'retry.backoff.max.ms'?: Numeric
+  /** Default 1048576. Largest request (and so record) the producer sends. */
+  'max.request.size'?: Numeric
+  /** Default 33554432. Memory for records waiting to be sent. */
+  'buffer.memory'?: Numeric
+  /** Default 60000. How long send() may wait for metadata or buffer space before it fails. */
+  'max.block.ms'?: Numeric
+  /** Default 'none'. Batch compression; the WASM core in use must include the codec. */
+  'compression.type'?: CompressionType
+  /** Default -1 (zlib's default, 6). 1..9. */
+  'compression.gzip.level'?: Numeric
+  /** Default 9. 1..17. */
+  'compression.lz4.level'?: Numeric
+  /** Default 3. -131072..22. */
+  'compression.zstd.level'?: Numeric
+  /** Default none. Makes the producer transactional: initTransactions() first, then begin/commit. */
+  'transactional.id'?: string | null
+  /** Default 60000. The coordinator aborts a transaction open longer than this. */
+  'transaction.timeout.ms'?: Numeric
+  /** Default 300000. Metadata is refreshed at least this often. */
+  'metadata.max.age.ms'?: Numeric
+  /** Default false. Spread keyed records as if they had no key. */
+  'partitioner.ignore.keys'?: boolean | 'true' | 'false'
+  /** Default true. Keyless records avoid slow brokers' partitions (KIP-794). */
+  'partitioner.adaptive.partitioning.enable'?: boolean | 'true' | 'false'
+  /** Default 'PLAINTEXT'. SSL and SASL_SSL need a transport with TLS (see docs/security.md). */
+  'security.protocol'?: SecurityProtocol
+  /** Required with SASL_PLAINTEXT / SASL_SSL. */
+  'sasl.mechanism'?: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512' | 'OAUTHBEARER' | 'AWS_MSK_IAM'
+  /** PLAIN and SCRAM. */
+  'sasl.username'?: string
+  /** PLAIN and SCRAM. */
+  'sasl.password'?: string
+  /** PLAIN and SCRAM, instead of username/password: a Java JAAS line with username="..." password="...". */
+  'sasl.jaas.config'?: string
+  /** OAUTHBEARER: returns a token and how long it stays valid; called again after 80% of that. */
+  'sasl.oauthbearer.token.provider'?: () => Promise<OAuthBearerToken> | OAuthBearerToken
+  /** OAUTHBEARER SASL extensions, e.g. { logicalCluster: 'lkc-1' }, or "k=v,k=v". */
+  'sasl.oauthbearer.extensions'?: Record<string, string> | string
+  /** AWS_MSK_IAM: credentials for every (re-)authentication. */
+  'sasl.aws.credentials.provider'?: () => Promise<AwsCredentials> | AwsCredentials
+  /** AWS_MSK_IAM: the cluster's region. */
+  'sasl.aws.region'?: string
+  /** Trusted CA certificates as PEM text (not a path). Default: the runtime's trust store. */
+  'ssl.ca.pem'?: string
+  /** Client certificate chain (PEM) for mutual TLS; with ssl.key.pem. */
+  'ssl.certificate.pem'?: string
+  /** Client private key (PEM) for mutual TLS. */
+  'ssl.key.pem'?: string
+  /** Default 'https' (verify the broker's host name); '' turns the check off. */
+  'ssl.endpoint.identification.algorithm'?: 'https' | ''
+  /** Injected time (tests, simulation). */
+  clock?: Clock
+  /** Injected randomness (tests, simulation). */
+  random?: () => number
+  /** The WASM core: a WebAssembly.Module (workerd: `import core from 'kafka-edge/core.wasm'`), its bytes, a URL, or a loaded Core. */
+  wasm?: unknown
+}
+
+type CamelCase<S extends string> = S extends `${infer Head}.${infer Tail}` ? `${Head}${Capitalize<CamelCase<Tail>>}` : S
+
+/** Every setting under its Java name or its camelCase alias (give one of the two). */
+export type ProducerSettings = JavaProducerSettings & { [K in keyof JavaProducerSettings as CamelCase<K & string>]?: JavaProducerSettings[K] }
+
+/** The escape hatch for settings from a loose source: any keys type-check, and run-time checks still apply. */
+export type AnyProducerSettings = ProducerSettings & Record<string, unknown>
 
 interface Spec { key: string; default: unknown; parse: (v: unknown, key: string) => unknown }
 
@@ -176,7 +274,7 @@ function parseAcks(v: unknown, key: string): -1 | 0 | 1 {
   throw new ConfigException(`${key} must be all, -1, 0 or 1, got ${JSON.stringify(v)}`)
 }
 
-export function parseConfig(settings: ProducerSettings): ProducerConfig {
+export function parseConfig(settings: ProducerSettings | AnyProducerSettings): ProducerConfig {
   const given = new Map<string, unknown>()
   for (const [k, v] of Object.entries(settings)) {
     if (v === undefined) continue

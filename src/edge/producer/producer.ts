@@ -1,14 +1,14 @@
 import { Cluster } from '../client/cluster.js'
-import { BufferExhaustedException, ClosedError, ConfigException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery } from '../errors.js'
+import { BufferExhaustedException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery } from '../errors.js'
 import { loadCore, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
-import { parseConfig, type ProducerConfig, type ProducerSettings } from './config.js'
+import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
 import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
 import { topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
-import { TransactionManager } from './transaction-manager.js'
-import { IllegalStateException, TransactionCoordinatorClient, type GroupMetadata, type OffsetsToCommit } from './transactions.js'
+import { TransactionManager, type ProducerIdState } from './transaction-manager.js'
+import { TransactionCoordinatorClient, type GroupMetadata, type OffsetsToCommit, type TxnState } from './transactions.js'
 
 export type { RecordMetadata } from './producer-batch.js'
 
@@ -50,15 +50,31 @@ const capture = (resolve: Resolve, reject: Reject): void => { capturedResolve = 
  * buffer free) and otherwise queues, so records enter the accumulator in call order no matter which
  * of them had to wait for metadata or buffer space.
  */
+/** What the producer can say about itself without exposing its insides (Worker, browser SDK, tests). */
+export interface ProducerState {
+  /** The broker-assigned producer id and epoch; null until the first InitProducerId answer, or without idempotence. */
+  readonly producerId: bigint | null
+  readonly producerEpoch: number | null
+  /** The transaction state machine's state (transactional.id set), else the idempotent producer id's state, else null. */
+  readonly transactionState: TxnState | ProducerIdState | null
+  /** An error the producer cannot recover from happened: close it and create a new one. */
+  readonly fatal: boolean
+  readonly closed: boolean
+}
+
 export class Producer {
+  /** @internal */
   readonly config: ProducerConfig
   private core: Core | null = null
   private connecting: Promise<void> | null = null
+  /** @internal */
   readonly cluster: Cluster
   private accumulator!: RecordAccumulator
+  /** @internal */
   sender!: Sender
+  /** @internal */
   readonly txn: TransactionManager | null
-  /** The transactional state machine and coordinator client (transactional.id set), else null. */
+  /** @internal The transactional state machine and coordinator client (transactional.id set), else null. */
   readonly transactions: TransactionCoordinatorClient | null
   private partitioner: StickyPartitioner
   private readonly metricsRegistry: ProducerMetrics
@@ -77,7 +93,7 @@ export class Producer {
   private readonly availableFn = (): number[] => this.availablePartitions(this.partTopic, this.partCount)
   private readonly queueFn = (i: number): number => this.accumulator.queueSize(this.topicPartition(this.partTopic, i))
 
-  constructor(settings: ProducerSettings) {
+  constructor(settings: ProducerSettings | AnyProducerSettings) {
     this.config = parseConfig(settings)
     const c = this.config
     this.cluster = new Cluster({
@@ -101,6 +117,18 @@ export class Producer {
     this.partitioner = new StickyPartitioner(c.batchSize, c.partitionerAdaptive, c.random)
     this.metricsRegistry = new ProducerMetrics(c.clock)
     this.startedMs = c.clock.now()
+  }
+
+  get state(): ProducerState {
+    const pe = this.txn?.producerIdAndEpoch
+    const transactionState = this.transactions?.state ?? this.txn?.state ?? null
+    return {
+      producerId: pe && pe.producerId >= 0n ? pe.producerId : null,
+      producerEpoch: pe && pe.producerId >= 0n ? pe.epoch : null,
+      transactionState,
+      fatal: transactionState === 'FATAL_ERROR',
+      closed: this.closed,
+    }
   }
 
   /** Loads the WASM core and fetches cluster metadata. send() calls it implicitly. */
@@ -297,7 +325,7 @@ export class Producer {
           }
         } catch (e) {
           this.shiftWaiting()
-          this.failBeforeBatch(p, e instanceof TimeoutException ? this.blockTimeout(p) : e as Error)
+          this.failBeforeBatch(p, e instanceof TimeoutException && !(e instanceof BufferExhaustedException) ? this.blockTimeout(p) : e as Error)
         }
       }
     } finally {
@@ -460,6 +488,6 @@ export class Producer {
   }
 }
 
-export function createProducer(settings: ProducerSettings): Producer {
+export function createProducer(settings: ProducerSettings | AnyProducerSettings): Producer {
   return new Producer(settings)
 }

@@ -1,6 +1,6 @@
 import type { Cluster } from '../client/cluster.js'
 import type { Connection } from '../client/connection.js'
-import { KafkaApiError, TimeoutException, markDelivery } from '../errors.js'
+import { InvalidRecordException, TimeoutException, markDelivery } from '../errors.js'
 import { InitProducerId, Produce, apiError, errorInfo, type Message } from '../protocol/index.js'
 import type { RecordAccumulator } from './accumulator.js'
 import type { ProducerConfig } from './config.js'
@@ -405,8 +405,8 @@ function perRecordErrors(batch: ProducerBatch, pr: PartitionResponse): Map<numbe
   const m = new Map<number, Error>()
   for (const re of pr.recordErrors) {
     if (re.batchIndex < 0 || re.batchIndex >= batch.recordCount) continue
-    const e = new KafkaApiError(pr.errorCode, errorInfo(pr.errorCode).name, 'InvalidRecordException', false,
-      `record ${re.batchIndex} of the batch to ${batch.tp.topic}-${batch.tp.partition} was rejected: ${re.batchIndexErrorMessage ?? pr.errorMessage ?? 'invalid record'}`)
+    const e = new InvalidRecordException(`record ${re.batchIndex} of the batch to ${batch.tp.topic}-${batch.tp.partition} was rejected: ${re.batchIndexErrorMessage ?? pr.errorMessage ?? 'invalid record'}`,
+      { code: pr.errorCode, errorName: errorInfo(pr.errorCode).name })
     m.set(re.batchIndex, markDelivery(e, batch.maybeWritten))
   }
   // The other records of the batch were dropped with it; they fail with the batch-level error.

@@ -1,32 +1,11 @@
 import type { Clock } from '../clock.js'
-import { ClosedError, KafkaApiError, KafkaEdgeError, NetworkException, TimeoutException } from '../errors.js'
+import {
+  ApiException, ClosedError, FatalTransactionException, IllegalStateException, KafkaEdgeError, NetworkException, ProducerFencedException,
+  TimeoutException, TransactionAbortableException, TransactionAbortedException,
+} from '../errors.js'
 import { AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, FindCoordinator, InitProducerId, Produce, TxnOffsetCommit, apiError, errorInfo, type ApiSchema, type Message } from '../protocol/index.js'
 import { topicPartition, type TopicPartition } from './producer-batch.js'
 import type { ProducerIdAndEpoch, TransactionManager } from './transaction-manager.js'
-
-// ---- errors ------------------------------------------------------------------------------------
-
-/** A transactional method was called in a state that does not allow it; the state is unchanged. */
-export class IllegalStateException extends KafkaEdgeError {}
-
-/** Another producer with the same transactional.id initialized: this one is a zombie. Fatal: close it. */
-export class ProducerFencedException extends KafkaEdgeError {}
-
-/** A record of a transaction that was aborted before the record was sent. */
-export class TransactionAbortedException extends KafkaEdgeError {}
-
-/**
- * The transaction hit an error that aborts it: call abortTransaction(), then the producer can begin
- * a new transaction. `cause` is the underlying error.
- */
-export class TransactionAbortableException extends KafkaEdgeError {
-  readonly abortable = true
-}
-
-/** The producer hit an error it cannot recover from (see `cause`): close it and create a new one. */
-export class FatalTransactionException extends KafkaEdgeError {
-  readonly fatal = true
-}
 
 // ---- the state machine -------------------------------------------------------------------------
 
@@ -577,7 +556,7 @@ export class TransactionCoordinatorClient {
 
   /** A Produce batch of the transaction failed for good (Java: maybeTransitionToErrorState). */
   batchFailed(error: Error): void {
-    const c = error instanceof KafkaApiError ? error.code : null
+    const c = error instanceof ApiException ? error.code ?? null : null
     if (c !== null && FATAL_BATCH_CODES.has(c)) {
       this.transitionToFatalError(c === code('PRODUCER_FENCED') ? fenced(this) : error)
       return
@@ -678,7 +657,7 @@ export class TransactionCoordinatorClient {
     if (this.newPartitions.size > 0) this.enqueue(this.addPartitionsHandler())
     // INVALID_PRODUCER_ID_MAPPING: the coordinator would refuse EndTxn; go straight to InitProducerId.
     // (The error that made the transaction abortable is passed in: the transition to ABORTING clears lastError.)
-    const pidMapping = cause instanceof KafkaApiError && cause.code === code('INVALID_PRODUCER_ID_MAPPING')
+    const pidMapping = cause instanceof ApiException && cause.code === code('INVALID_PRODUCER_ID_MAPPING')
     if (!pidMapping) {
       const h = new EndTxnHandler(this, committed, this.tv2)
       this.enqueue(h)

@@ -14,7 +14,7 @@ import { decodeMessage, encodeMessage, type ApiSchema, type Message } from './sc
 
 export { Reader, Writer } from './primitives.js'
 export type { ApiSchema, Message } from './schema.js'
-export { errorInfo, errorCode, apiError, allErrors } from './error-codes.js'
+export { errorInfo, errorCode, apiError, allErrors, exceptionClass, type ErrorInfo, type ErrorCategory } from './error-codes.js'
 export { AddOffsetsToTxn, AddPartitionsToTxn, ApiVersions, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce, SaslAuthenticate, SaslHandshake, TxnOffsetCommit }
 
 export const APIS: readonly ApiSchema[] = [Produce, Metadata, FindCoordinator, SaslHandshake, ApiVersions, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, SaslAuthenticate]

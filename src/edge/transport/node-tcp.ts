@@ -37,8 +37,8 @@ export function dial(address: { host: string; port: number }, target: { host: st
           servername: isIP(address.host) ? undefined : address.host,
           ca: tls.ca, cert: tls.cert, key: tls.key,
           rejectUnauthorized: true,
-          // Node 20 asserts when the key is present but undefined, so it is only set to turn the check off.
-          ...(!tls.verifyHostname && { checkServerIdentity: () => undefined }),
+          // node:tls asserts the option is a function when present: leave it out to keep the default check.
+          ...(tls.verifyHostname ? {} : { checkServerIdentity: () => undefined }),
         })
       : netConnect({ host: target.host, port: target.port })
     socket.setNoDelay(true)
@@ -74,8 +74,10 @@ export function classifySocketError(err: NodeJS.ErrnoException, address: { host:
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return ssl('hostname mismatch', `The certificate does not name ${address.host}: connect with a name the certificate lists, or (tests only) set ssl.endpoint.identification.algorithm to ''`)
   if (code === 'CERT_HAS_EXPIRED') return ssl('expired certificate', 'The broker certificate has expired: the broker operator must renew it')
   if (code === 'CERT_NOT_YET_VALID') return ssl('certificate not yet valid', 'The broker certificate is not valid yet: check the clocks of this host and the broker')
-  if (code === 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' || code === 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE' && /certificate/i.test(err.message)) {
-    return ssl('client certificate required', 'The listener requires mutual TLS: set ssl.certificate.pem and ssl.key.pem')
+  // Under TLS 1.3 the server checks the client certificate after our side finished the handshake,
+  // so this alert (Kafka sends bad_certificate, 42) arrives on the first read, not while connecting.
+  if (code === 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' || code === 'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE') {
+    return ssl('client certificate refused', 'The listener requires mutual TLS with a certificate it trusts: set ssl.certificate.pem and ssl.key.pem')
   }
   if (code.startsWith('ERR_SSL_') && /alert/i.test(code)) return ssl('handshake refused by the broker', 'Check the client certificate, the TLS versions and ciphers the listener allows')
   if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG') {

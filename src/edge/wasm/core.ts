@@ -3,11 +3,7 @@
 
 import {
   CODEC_STATUS, CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError,
-} from './errors.js'
-
-export {
-  CODEC_STATUS, CompressionCodecError, CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError,
-} from './errors.js'
+} from '../errors.js'
 
 export type CompressionType = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd'
 

@@ -26,4 +26,12 @@ export interface Env {
   MAX_BODY_BYTES?: string
   /** Optional: most events in one request (default 1000). */
   MAX_EVENTS?: string
+  /** Optional: PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL (the producer's security.protocol). */
+  KAFKA_SECURITY_PROTOCOL?: string
+  /** With SASL_*: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (the producer's sasl.mechanism). */
+  KAFKA_SASL_MECHANISM?: string
+  /** With SASL_*: the SASL user. A secret (`wrangler secret put`), though not much of one. */
+  KAFKA_SASL_USERNAME?: string
+  /** With SASL_*: the SASL password. Always a secret: `wrangler secret put KAFKA_SASL_PASSWORD`. */
+  KAFKA_SASL_PASSWORD?: string
 }

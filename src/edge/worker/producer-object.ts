@@ -1,9 +1,10 @@
 import coreModule from '../../../build/core.wasm'
 import { KafkaEdgeError } from '../errors.js'
 import { createProducer, type Producer } from '../producer/producer.js'
+import type { CompressionType } from '../wasm/core.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
-import type { Transport } from '../transport/transport.js'
 import type { DurableObjectState, Env } from './env.js'
+import { countingOpens, securitySettings } from './settings.js'
 import type { TelemetryRecord } from './validate.js'
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
@@ -31,26 +32,23 @@ export class ProducerObject {
   }
 
   private getProducer(): Producer {
-    if (this.producer && this.producer.txn?.state !== 'FATAL_ERROR') return this.producer
+    if (this.producer && !this.producer.state.fatal) return this.producer
     if (this.producer) void this.producer.close({ timeoutMs: 0 }).catch(() => {})
     this.producer = createProducer({
       'bootstrap.servers': this.env.KAFKA_BOOTSTRAP,
       // cloudflare:sockets is imported on first use (workerd resolves it); no bundler config needed.
-      transport: this.counted(cloudflareSockets()),
+      transport: countingOpens(cloudflareSockets(), () => { this.connectionsOpened++ }),
       // workerd refuses to compile WASM from bytes at runtime: hand over the module wrangler compiled.
       wasm: coreModule,
       'client.id': 'kafka-edge-telemetry',
-      'compression.type': this.env.KAFKA_COMPRESSION || 'none',
+      'compression.type': (this.env.KAFKA_COMPRESSION || 'none') as CompressionType,
       // An HTTP caller is waiting: fail within 30 s rather than Java's 2 minutes.
       'delivery.timeout.ms': 30_000,
       'request.timeout.ms': 10_000,
       'max.block.ms': 15_000,
+      ...securitySettings(this.env),
     })
     return this.producer
-  }
-
-  private counted(inner: Transport): Transport {
-    return { name: inner.name, open: async (address, handlers) => { const link = await inner.open(address, handlers); this.connectionsOpened++; return link } }
   }
 
   async fetch(request: Request): Promise<Response> {
@@ -66,12 +64,14 @@ export class ProducerObject {
   }
 
   private status() {
-    const pe = this.producer?.txn?.producerIdAndEpoch
+    const state = this.producer?.state
     return {
       producer: this.producer ? 'open' : 'idle',
-      producerId: pe && pe.producerId >= 0n ? pe.producerId.toString() : null,
-      producerEpoch: pe && pe.producerId >= 0n ? pe.epoch : null,
+      producerId: state?.producerId?.toString() ?? null,
+      producerEpoch: state?.producerEpoch ?? null,
       connectionsOpened: this.connectionsOpened,
+      // The protocol only, never the credentials: enough to tell whether a deploy picked up its config.
+      securityProtocol: this.env.KAFKA_SECURITY_PROTOCOL?.trim().toUpperCase() || 'PLAINTEXT',
     }
   }
 

@@ -1,0 +1,75 @@
+import { build } from 'esbuild'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import {
+  ApiException, AuthenticationException, AuthorizationException, BufferExhaustedException, CLASSES, InvalidMetadataException,
+  KafkaEdgeError, NetworkException, NotLeaderOrFollowerException, OutOfOrderSequenceException, ProducerFencedException,
+  RecordTooLargeException, RetriableException, TimeoutException, TopicAuthorizationException, UnknownProducerIdException,
+} from '../../src/edge/errors.js'
+import { allErrors, apiError, exceptionClass } from '../../src/edge/protocol/index.js'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const CATEGORY_BASE = {
+  retriable: RetriableException, metadata: InvalidMetadataException, authentication: AuthenticationException,
+  authorization: AuthorizationException, api: ApiException, none: ApiException,
+} as const
+
+describe('every broker error code is an instance of its Java-named class and of its category', () => {
+  it.each(allErrors().filter((e) => e.code !== 0).map((e) => [e.code, e.exception, e.category] as const))('%i -> %s (%s)', (code, exception) => {
+    const info = allErrors().find((e) => e.code === code)!
+    const err = apiError(code, 'Produce', 'broker says why')
+    expect(err).toBeInstanceOf(exceptionClass(info))
+    expect(err).toBeInstanceOf(CATEGORY_BASE[info.category])
+    expect(err).toBeInstanceOf(ApiException)
+    expect(err).toBeInstanceOf(KafkaEdgeError)
+    expect(err.name).toBe(exception)
+    expect(exceptionClass(info).name).toBe(exception)
+    expect(err.code).toBe(code)
+    expect(err.errorName).toBe(info.name)
+    expect(err.retriable).toBe(info.category === 'retriable' || info.category === 'metadata')
+    expect(err.message).toBe(`Produce failed with ${info.name} (${code}): broker says why`)
+    if (exception in CLASSES) expect(exceptionClass(info)).toBe((CLASSES as Record<string, unknown>)[exception])
+  })
+
+  it('the classes users catch by name are the ones brokers errors come back as', () => {
+    expect(apiError(10, 'Produce')).toBeInstanceOf(RecordTooLargeException)
+    expect(apiError(90, 'Produce')).toBeInstanceOf(ProducerFencedException)
+    expect(apiError(6, 'Produce')).toBeInstanceOf(NotLeaderOrFollowerException)
+    expect(apiError(29, 'Produce')).toBeInstanceOf(TopicAuthorizationException)
+    expect(apiError(59, 'Produce')).toBeInstanceOf(OutOfOrderSequenceException)
+    expect(apiError(13, 'Produce')).toBeInstanceOf(NetworkException)
+  })
+
+  it('the hierarchy mirrors Java where it matters to a catch block', () => {
+    expect(new UnknownProducerIdException('x')).toBeInstanceOf(OutOfOrderSequenceException)
+    expect(new NetworkException('x')).toBeInstanceOf(InvalidMetadataException)
+    expect(new NetworkException('x').retriable).toBe(true)
+    expect(new BufferExhaustedException('x')).toBeInstanceOf(TimeoutException)
+    expect(new TimeoutException('x')).toBeInstanceOf(RetriableException)
+  })
+})
+
+describe('error names', () => {
+  it('every declared class names itself and its instances', () => {
+    for (const [name, cls] of Object.entries(CLASSES)) {
+      expect(cls.name).toBe(name)
+      expect(Object.getOwnPropertyDescriptor(cls.prototype, 'name')?.value).toBe(name)
+    }
+  })
+
+  it('survive a minified bundle (a bundler renames the classes)', async () => {
+    const out = await build({
+      stdin: {
+        contents: `import { apiError } from './src/edge/protocol/index.ts'; import { SaslAuthenticationException, ConfigException } from './src/edge/errors.ts'
+          globalThis.__names = [new SaslAuthenticationException('x').name, new ConfigException('y').name, apiError(6, 'Produce').name, apiError(118, 'x').name, String(new ConfigException('z')).split(':')[0]]`,
+        resolveDir: ROOT, loader: 'ts',
+      },
+      bundle: true, minify: true, format: 'esm', write: false, platform: 'neutral',
+    })
+    const code = out.outputFiles[0]!.text
+    expect(code).not.toMatch(/class SaslAuthenticationException/)
+    await import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`)
+    expect((globalThis as { __names?: string[] }).__names).toEqual(['SaslAuthenticationException', 'ConfigException', 'NotLeaderOrFollowerException', 'TelemetryTooLargeException', 'ConfigException'])
+  })
+})
