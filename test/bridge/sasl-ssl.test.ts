@@ -13,7 +13,7 @@ import { SslAuthenticationException, type RecordMetadata } from '../../src/edge/
 import { ApiVersions } from '../../src/edge/protocol/index.js'
 import { createTopic, dumpBatches, readTopic, uniqueTopic, unsecuredJwt, type Cluster } from '../helpers/kafka.js'
 import { mixedRecords, sameBytes, toProducerRecord } from '../helpers/records.js'
-import { rawClient, relayTlsCluster, startRelay, wsProducer } from './helpers.js'
+import { rawClient, relayCluster, startRelay, wsProducer } from './helpers.js'
 
 let cluster: Cluster
 let caFile: string
@@ -24,7 +24,7 @@ let tokensIssued = 0
 const bridges: Bridge[] = []
 
 beforeAll(async () => {
-  cluster = await relayTlsCluster()
+  cluster = await relayCluster()
   caFile = cluster.tls!.ca
   otherCaFile = cluster.tls!.otherCa
   // An OAuth client-credentials endpoint issuing the unsigned JWTs the broker's unsecured validator accepts.
@@ -139,7 +139,7 @@ describe('upstream TLS failures', () => {
     expect(bridge.metrics.get('kafka_edge_bridge_upstream_errors_total', { kind: 'tls' })).toBeGreaterThan(1)
   })
 
-  it('a relay speaking plaintext to the SASL_SSL port fails with kind tls or a hint, never a hang', async () => {
+  it('a relay speaking plaintext to the SASL_SSL port: the broker\'s TLS alert makes it kind tls (broker expects TLS), closed 4502', async () => {
     const failures: unknown[] = []
     const bridge = await startRelay(cluster, { brokers: [cluster.saslSslBootstrap!], sasl: { mechanism: 'SCRAM-SHA-512', username: 'relay', password: 'relay-secret' } }, {
       openUpstream: (...args) => openUpstream(...args).catch((e: unknown) => { failures.push(e); throw e }),
@@ -149,7 +149,10 @@ describe('upstream TLS failures', () => {
     expect(closed.code).toBe(CloseCode.UPSTREAM_UNAVAILABLE)
     const e = failures[0] as UpstreamError
     expect(e).toBeInstanceOf(UpstreamError)
-    expect(e.message).toMatch(/TLS/)
+    expect(e.kind).toBe('tls')
+    expect((e.cause as SslAuthenticationException).reason).toBe('broker expects TLS')
+    expect(e.message).toMatch(/answered with TLS: its listener expects TLS\. Add a "tls" section/)
+    expect(closed.reason).toBe('TLS to the broker failed: broker expects TLS')
   })
 })
 
