@@ -26,6 +26,14 @@ const STALE_METADATA = new Set([3, 5, 6, 13, 56, 74, 76, 103])
  * NOT_ENOUGH_REPLICAS_AFTER_APPEND. A later definite error cannot take that back.
  */
 const AMBIGUOUS = new Set([7, 13, 20])
+/**
+ * Refusals for the producer's epoch or transaction state (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
+ * INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, TRANSACTION_ABORTABLE): they judge the state at this
+ * attempt, not the batch. An earlier attempt may have been appended before that state moved on (a
+ * copy of it that a relay delivered twice, answered after the copy the client read), so after a retry
+ * they cannot say "not written".
+ */
+const STATE_REFUSALS = new Set([47, 48, 49, 90, 120])
 /** Errors that end the producer (Java: maybeTransitionToErrorState's fatal classes). */
 const FATAL = new Set([31, 35, 49, 53, 90])
 
@@ -290,7 +298,7 @@ export class Sender {
     this.inFlightBatches.delete(batch)
     if (batch.done) return
     const code = pr.errorCode
-    if (AMBIGUOUS.has(code)) batch.maybeWritten = true
+    if (AMBIGUOUS.has(code) || (STATE_REFUSALS.has(code) && batch.inRetry)) batch.maybeWritten = true
     if (code === 10 && this.accumulator.canSplit(batch)) {
       this.splitAndReenqueue(batch)
       return
