@@ -1,5 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { World, indexOf } from './harness.js'
+import { TimeoutException } from '../../src/edge/errors.js'
+import { Metadata } from '../../src/edge/protocol/index.js'
+import { World, indexOf, runSeed } from './harness.js'
 import type { ModelOptions } from './model-broker.js'
 
 // Root causes found by the seeded simulation (seeds 5001-15000), one named deterministic test each.
@@ -87,5 +89,47 @@ describe('simulation regressions', () => {
     expect(bad.error!.mayHaveBeenWritten).toBe(false)
     expect(after.map((o) => o.status)).toEqual(['acked', 'acked'])
     expect(logOf(w)).toEqual([0, 2, 3])
+  })
+
+  it('seed 58331: a metadata wait is bounded by max.block.ms, and each silently dead connection costs request.timeout.ms first, as in Java', async () => {
+    // Not a producer bug: the invariant expected delivery.timeout.ms to cover a record that never reached
+    // a batch. The first metadata request for topic u lost its answer; its retry went to the other broker's
+    // idle connection, which had gone dark earlier in the window (Java's leastLoadedNode picks an
+    // established connection with nothing in flight the same way). Two request timeouts of 30 s filled
+    // max.block.ms, and Java's send() throws "Topic u not present in metadata after 60000 ms" just the same.
+    const deadConnections = async (requestTimeoutMs: number) => {
+      const w = world({ model: { brokers: 2, topics: { t: 2, u: 1 } }, producer: { 'request.timeout.ms': requestTimeoutMs } })
+      w.send('t', { partition: 0 })
+      w.send('t', { partition: 1 })
+      expect(await w.settle()).toBe(true)
+      // Half-open connections: the brokers take the requests, no answer gets back.
+      for (const link of w.net.links) (link as unknown as { responsesDark: boolean }).responsesDark = true
+      const t0 = w.clock.now()
+      const metadataAt: number[] = []
+      const handle = w.cluster.handle.bind(w.cluster)
+      w.cluster.handle = (node, frame) => {
+        if (((frame[4]! << 8) | frame[5]!) === Metadata.key) metadataAt.push(w.clock.now() - t0)
+        return handle(node, frame)
+      }
+      const o = w.send('u')
+      expect(await w.settle(120_000)).toBe(true)
+      return { w, o, metadataAt, opened: w.net.stats.opened }
+    }
+    const slow = await deadConnections(30_000)
+    expect(slow.o.status).toBe('failed')
+    expect(slow.o.error).toBeInstanceOf(TimeoutException)
+    expect(slow.o.error!.message).toMatch(/topic u not present in metadata after 60000 ms/)
+    expect(slow.o.error!.mayHaveBeenWritten).toBe(false)
+    const later = slow.w.send('u')
+    await finish(slow.w)
+    expect(later.status).toBe('acked')
+    // One request per dead connection, request.timeout.ms apart, then a fresh connection answers.
+    expect(slow.metadataAt.map((ms) => Math.round(ms / 1000))).toEqual([0, 30, 60])
+    // With request.timeout.ms well inside max.block.ms, the same schedule costs two short timeouts.
+    const fast = await deadConnections(2000)
+    expect(fast.o.status).toBe('acked')
+    expect(fast.metadataAt.map((ms) => Math.round(ms / 1000))).toEqual([0, 2, 4])
+    await finish(fast.w)
+    expect((await runSeed(58331)).violations).toEqual([])
   })
 })
