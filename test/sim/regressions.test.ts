@@ -132,4 +132,26 @@ describe('simulation regressions', () => {
     await finish(fast.w)
     expect((await runSeed(58331)).violations).toEqual([])
   })
+
+  it('seed 113309: a batch an epoch bump kept at its old stamp (it may be in the log) keeps it through a second bump', async () => {
+    // Sequence 1 is appended but answered NOT_ENOUGH_REPLICAS_AFTER_APPEND; sequence 2 is refused for good,
+    // and the bump keeps sequence 1 at epoch 0 while rewriting sequence 3, still in flight, to epoch 1.
+    // Sequence 3 is then refused too: the second bump's gap is at epoch 1, and it rewrote the epoch-0
+    // batch as well, whose retry was appended a second time.
+    const w = world({ producer: { 'max.in.flight.requests.per.connection': 5 } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    let first = true
+    w.cluster.script = ({ baseSequence, epoch }) => (epoch === 0 && baseSequence === 1 && first ? ((first = false), { error: 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', afterAppend: true }) : null)
+    const appended = w.send('t')
+    const refused = [w.send('t', { poison: true })]
+    await w.clock.advance(1)
+    refused.push(w.send('t', { poison: true }))
+    await finish(w)
+    expect(w.producer.txn!.epochHistory.map((pe) => pe.epoch)).toEqual([0, 1, 2])
+    expect(appended.status).toBe('acked')
+    expect(refused.map((o) => o.status)).toEqual(['failed', 'failed'])
+    expect(logOf(w)).toEqual([0, 1])
+    expect((await runSeed(113309)).violations).toEqual([])
+  })
 })
