@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { TimeoutException } from '../../src/edge/errors.js'
-import { Metadata } from '../../src/edge/protocol/index.js'
+import { Metadata, Produce } from '../../src/edge/protocol/index.js'
 import { World, indexOf, runSeed } from './harness.js'
 import type { ModelOptions } from './model-broker.js'
 
@@ -153,5 +153,42 @@ describe('simulation regressions', () => {
     expect(refused.map((o) => o.status)).toEqual(['failed', 'failed'])
     expect(logOf(w)).toEqual([0, 1])
     expect((await runSeed(113309)).violations).toEqual([])
+  })
+
+  it('seed 135116: a retry in flight when a second bump comes keeps its stamp, so its acknowledgement does not wedge the partition', async () => {
+    // Sequence 1 is refused retriably and 2, 3 meet OUT_OF_ORDER behind it; 4 is refused for good: the
+    // bump to epoch 1 keeps 1-3 and rewrites 5 (in flight) to epoch 1 sequence 0. Sequence 1's retry
+    // goes out; then 5 is refused too, and the second bump rewrote 1-3 (the retry of 1 in flight) to
+    // epoch 2 sequences 0-2. The broker appended the retry as epoch 0 sequence 1, but the client took
+    // its acknowledgement for epoch 2 sequence 0: sequence 1 of epoch 2 met OUT_OF_ORDER until it expired.
+    const w = world({ producer: { 'max.in.flight.requests.per.connection': 5, 'retry.backoff.ms': 1, 'retry.backoff.max.ms': 1 } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    let refusedOnce = false
+    w.cluster.script = ({ baseSequence, epoch }) => (epoch === 0 && baseSequence === 1 && !refusedOnce ? ((refusedOnce = true), { error: 'NOT_ENOUGH_REPLICAS' }) : null)
+    // The answers to sequence 5 and to the retry of 1 are slow, so the second bump falls between them.
+    const handle = w.cluster.handle.bind(w.cluster)
+    let retriesOf1 = 0
+    w.cluster.handle = (node, frame) => {
+      const res = handle(node, frame)
+      const seen = ((frame[4]! << 8) | frame[5]!) === Produce.key ? w.cluster.produceLog.at(-1)?.partitions[0] : undefined
+      if (seen?.epoch === 0 && seen.baseSequence === 1) retriesOf1++
+      const slowMs = seen?.epoch === 0 && seen.baseSequence === 5 ? 10 : seen?.epoch === 0 && seen.baseSequence === 1 && retriesOf1 === 2 ? 20 : 0
+      if (slowMs > 0) {
+        w.net.baseDelayMs = slowMs
+        w.clock.setTimeout(() => { w.net.baseDelayMs = 1 }, 0)
+      }
+      return res
+    }
+    const first = [w.send('t'), w.send('t'), w.send('t')]
+    const refused = [w.send('t', { poison: true })]
+    await w.clock.advance(1)
+    refused.push(w.send('t', { poison: true }))
+    await finish(w)
+    expect(w.producer.txn!.epochHistory.map((pe) => pe.epoch)).toEqual([0, 1, 2])
+    expect(first.map((o) => o.status)).toEqual(['acked', 'acked', 'acked'])
+    expect(refused.map((o) => o.status)).toEqual(['failed', 'failed'])
+    expect(logOf(w)).toEqual([0, 1, 2, 3])
+    expect((await runSeed(135116)).violations).toEqual([])
   })
 })
