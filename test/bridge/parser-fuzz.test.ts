@@ -151,7 +151,10 @@ describe('relay building blocks', () => {
     expect(e(4403)).toBeInstanceOf(AuthorizationException)
     expect(e(4403).retriable).toBe(false)
     expect(e(1009)).toBeInstanceOf(RecordTooLargeException)
-    for (const code of [1001, 1006, 4404, 4408, 4429, 4502]) {
+    // A destination the relay may not dial is a refusal, not an outage.
+    expect(e(4404)).toBeInstanceOf(AuthorizationException)
+    expect(e(4404).retriable).toBe(false)
+    for (const code of [1001, 1006, 4408, 4429, 4502]) {
       expect(e(code)).toBeInstanceOf(NetworkException)
       expect(e(code).retriable).toBe(true)
     }
