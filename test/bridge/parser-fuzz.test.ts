@@ -36,7 +36,7 @@ function mutate(r: () => number, seed: Uint8Array): Uint8Array {
   const out = Uint8Array.from(seed)
   const kind = Math.floor(r() * 6)
   const n = 1 + Math.floor(r() * 4)
-  if (kind === 0) for (let i = 0; i < n; i++) out[Math.floor(r() * out.length)] ^= 1 << Math.floor(r() * 8)
+  if (kind === 0) for (let i = 0; i < n; i++) out[Math.floor(r() * out.length)]! ^= 1 << Math.floor(r() * 8)
   else if (kind === 1) for (let i = 0; i < n; i++) out[Math.floor(r() * out.length)] = Math.floor(r() * 256)
   else if (kind === 2) return out.subarray(0, Math.floor(r() * out.length))
   else if (kind === 3) { const at = 4 + Math.floor(r() * (out.length - 4)); out.fill(0xff, at, Math.min(out.length, at + 4)) }
