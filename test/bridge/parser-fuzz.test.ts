@@ -35,7 +35,7 @@ function mutate(r: () => number, seed: Uint8Array): Uint8Array {
   const out = Uint8Array.from(seed)
   const kind = Math.floor(r() * 6)
   const n = 1 + Math.floor(r() * 4)
-  if (kind === 0) for (let i = 0; i < n; i++) out[Math.floor(r() * out.length)] ^= 1 << Math.floor(r() * 8)
+  if (kind === 0) for (let i = 0; i < n; i++) out[Math.floor(r() * out.length)]! ^= 1 << Math.floor(r() * 8)
   else if (kind === 1) for (let i = 0; i < n; i++) out[Math.floor(r() * out.length)] = Math.floor(r() * 256)
   else if (kind === 2) return out.subarray(0, Math.floor(r() * out.length))
   else if (kind === 3) { const at = 4 + Math.floor(r() * (out.length - 4)); out.fill(0xff, at, Math.min(out.length, at + 4)) }
@@ -141,7 +141,10 @@ describe('relay building blocks', () => {
     expect(e(4403)).toBeInstanceOf(AuthorizationException)
     expect(e(4403).retriable).toBe(false)
     expect(e(1009)).toBeInstanceOf(RecordTooLargeException)
-    for (const code of [1001, 1006, 4404, 4408, 4429, 4502]) {
+    // A destination the relay may not dial is a refusal, not an outage.
+    expect(e(4404)).toBeInstanceOf(AuthorizationException)
+    expect(e(4404).retriable).toBe(false)
+    for (const code of [1001, 1006, 4408, 4429, 4502]) {
       expect(e(code)).toBeInstanceOf(NetworkException)
       expect(e(code).retriable).toBe(true)
     }

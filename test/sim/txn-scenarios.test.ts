@@ -2,9 +2,9 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { KafkaEdgeError, ProducerFencedException, TransactionAbortableException } from '../../src/edge/errors.js'
 import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions.js'
 import { AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, Produce, TxnOffsetCommit } from '../../src/edge/protocol/index.js'
-import { World } from './harness.js'
+import { World, indexOf } from './harness.js'
 import type { ModelOptions } from './model-broker.js'
-import { TxnWorld, runTransaction, startIncarnation, type SendSpec, type TxnPlan } from './txn-harness.js'
+import { TxnWorld, runTransaction, runTxnSeed, startIncarnation, type SendSpec, type TxnPlan } from './txn-harness.js'
 import { readCommitted } from './txn-invariants.js'
 
 // Named deterministic transactional runs on the model cluster and coordinator; each ends with the
@@ -343,5 +343,38 @@ describe('transactional regressions', () => {
     await drive(w, w.retire(a, retried!.error!))
     await finish(w)
     expect(w.cluster.partition('t', 0).log[0]!.txn!.fate).toBe('aborted')
+  })
+
+  it('seed 222509 (TV2): a batch refused INVALID_PRODUCER_EPOCH on a retry may be in the log from an earlier attempt: it fails saying it may have been written', async () => {
+    // The first Produce reaches the broker twice (a relay repeating a frame): the copy the client hears
+    // from is refused NOT_LEADER_OR_FOLLOWER, the other one is appended and its answer lost. The retries
+    // are refused NOT_LEADER too until the coordinator has aborted the transaction on its timeout (bumping
+    // the epoch) and written the marker; the next retry meets INVALID_PRODUCER_EPOCH, which speaks only
+    // for itself.
+    const w = world({ producer: { 'transaction.timeout.ms': 2000 } })
+    const inc = await started(w)
+    const handle = w.cluster.handle.bind(w.cluster)
+    const notLeader = () => ({ error: 'NOT_LEADER_OR_FOLLOWER' })
+    let twinned = false
+    w.cluster.handle = (node, frame) => {
+      if (twinned || ((frame[4]! << 8) | frame[5]!) !== Produce.key) return handle(node, frame)
+      twinned = true
+      w.cluster.script = notLeader
+      const heard = handle(node, frame)
+      w.cluster.script = null
+      handle(node, frame)
+      w.cluster.script = () => (w.cluster.partition('t', 0).log.some((b) => b.control) ? null : notLeader())
+      return heard
+    }
+    const t = await txn(w, inc, plan('commit', to('t', 0)))
+    expect(t.result).toBe('aborted')
+    const [o] = t.records
+    expect(o!.error!.name).toBe('InvalidProducerEpochException')
+    expect(o!.error!.mayHaveBeenWritten).toBe(true)
+    expect(w.cluster.coordinator.events.map((e) => e.what)).toContain('fence-timeout')
+    await finish(w)
+    expect(w.cluster.partition('t', 0).log[0]!.values.map(indexOf)).toEqual([0])
+    expect(w.cluster.partition('t', 0).log[0]!.txn!.fate).toBe('aborted')
+    expect((await runTxnSeed(222509)).violations).toEqual([])
   })
 })

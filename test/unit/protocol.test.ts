@@ -85,7 +85,7 @@ describe('schema engine', () => {
         }
         fc.assert(fc.property(fc.uint8Array({ maxLength: 200 }), fc.nat(), (bytes, seed) => {
           const mutated = valid.slice()
-          if (mutated.length > 0) for (let k = 0; k < 3; k++) mutated[(seed + k * 7919) % mutated.length] ^= 1 << (k % 8)
+          if (mutated.length > 0) for (let k = 0; k < 3; k++) mutated[(seed + k * 7919) % mutated.length]! ^= 1 << (k % 8)
           for (const input of [bytes, mutated]) {
             try { decodeResponse(api, v, input) } catch (e) { expect(e).toBeInstanceOf(ProtocolError) }
           }

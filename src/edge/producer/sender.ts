@@ -26,8 +26,19 @@ const STALE_METADATA = new Set([3, 5, 6, 13, 56, 74, 76, 103])
  * NOT_ENOUGH_REPLICAS_AFTER_APPEND. A later definite error cannot take that back.
  */
 const AMBIGUOUS = new Set([7, 13, 20])
+/**
+ * Refusals for the producer's epoch or transaction state (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
+ * INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, TRANSACTION_ABORTABLE): they judge the state at this
+ * attempt, not the batch. An earlier attempt may have been appended before that state moved on (a
+ * copy of it that a relay delivered twice, answered after the copy the client read), so after a retry
+ * they cannot say "not written".
+ */
+const STATE_REFUSALS = new Set([47, 48, 49, 90, 120])
 /** Errors that end the producer (Java: maybeTransitionToErrorState's fatal classes). */
 const FATAL = new Set([31, 35, 49, 53, 90])
+/** Brokers refuse zstd batches in Produce requests below v7 (Kafka 2.1), and a 2.0 broker cannot read them. */
+export const ZSTD_MIN_PRODUCE_VERSION = 7
+const UNSUPPORTED_COMPRESSION_TYPE = 76
 
 /**
  * The send loop (Java's Sender), driven by wakeups instead of a thread: each run finds ready nodes,
@@ -204,6 +215,17 @@ export class Sender {
 
   private sendProduce(node: number, batches: ProducerBatch[], now: number): void {
     const conn = this.cluster.connection(node)
+    if (this.config.compressionType === 'zstd') {
+      const version = conn.versionFor(Produce, this.produceVersionCap())
+      if (version === null || version < ZSTD_MIN_PRODUCE_VERSION) {
+        // Such a request would be refused (or misread) by the broker: the batches fail as its
+        // UNSUPPORTED_COMPRESSION_TYPE answer would fail them, without sending it.
+        const refused = errorResponse(UNSUPPORTED_COMPRESSION_TYPE)
+        refused.errorMessage = `broker ${conn.describe()} takes Produce up to ${version === null ? 'a version below ours' : `v${version}`}, and zstd batches need v${ZSTD_MIN_PRODUCE_VERSION} (Kafka 2.1); upgrade the broker or choose another compression.type`
+        for (const b of batches) this.completeBatch(b, refused, now)
+        return
+      }
+    }
     const byTopic = new Map<string, Array<{ index: number; records: Uint8Array }>>()
     let records = 0
     for (const b of batches) {
@@ -290,7 +312,7 @@ export class Sender {
     this.inFlightBatches.delete(batch)
     if (batch.done) return
     const code = pr.errorCode
-    if (AMBIGUOUS.has(code)) batch.maybeWritten = true
+    if (AMBIGUOUS.has(code) || (STATE_REFUSALS.has(code) && batch.inRetry)) batch.maybeWritten = true
     if (code === 10 && this.accumulator.canSplit(batch)) {
       this.splitAndReenqueue(batch)
       return
