@@ -27,7 +27,7 @@ export interface UpstreamTlsConfig {
   ca?: string
   cert?: string
   key?: string
-  /** Name sent as SNI and checked against the certificate instead of the broker host. */
+  /** Name sent as SNI (and, with verifyHostname, checked against the certificate) instead of the broker host. */
   servername?: string
   verifyHostname: boolean
 }
@@ -268,14 +268,11 @@ function parseTls(t: Json): UpstreamTlsConfig {
   }
   try { createSecureContext({ ca, cert, key }) } catch (e) { throw new BridgeConfigError(`tls settings are not usable: ${(e as Error).message}`) }
   const servername = t.servername
-  if (servername !== undefined && (typeof servername !== 'string' || !/^[A-Za-z0-9*]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(servername) || isIP(servername) !== 0)) {
+  if (servername !== undefined && (typeof servername !== 'string' || !/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(servername) || isIP(servername) !== 0)) {
     throw new BridgeConfigError(`tls.servername must be a DNS name (SNI carries no IP addresses), got ${JSON.stringify(servername)}`)
   }
   const verifyHostname = t.verifyHostname ?? true
   if (typeof verifyHostname !== 'boolean') throw new BridgeConfigError('tls.verifyHostname must be true or false')
-  if (!verifyHostname && servername !== undefined) {
-    throw new BridgeConfigError('tls.servername is only checked against the certificate when tls.verifyHostname is true: remove one of them')
-  }
   return { ...(ca !== undefined && { ca }), ...(cert !== undefined && { cert, key }), ...(servername !== undefined && { servername: servername.toLowerCase() }), verifyHostname }
 }
 

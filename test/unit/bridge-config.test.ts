@@ -44,6 +44,8 @@ describe('upstream tls', () => {
     expect(fromFiles).toEqual({ ca: pki.pem.ca, cert: pki.pem.clientCert, key: pki.pem.clientKey, servername: 'kafka.internal', verifyHostname: true })
     const inline = cfg({ tls: { ca: pki.pem.ca, cert: pki.pem.clientCert, key: pki.pem.clientKey, verifyHostname: false } }).tls!
     expect(inline).toEqual({ ca: pki.pem.ca, cert: pki.pem.clientCert, key: pki.pem.clientKey, verifyHostname: false })
+    // SNI still matters without hostname checks (listeners behind an SNI-routing proxy)
+    expect(cfg({ tls: { servername: 'b-1.kafka.internal', verifyHostname: false } }).tls).toEqual({ servername: 'b-1.kafka.internal', verifyHostname: false })
     // a CA bundle (several certificates) is one ca setting
     expect(cfg({ tls: { ca: pki.pem.ca + pki.pem.otherCa } }).tls!.ca).toContain(pki.pem.otherCa.trim())
   })
@@ -68,7 +70,7 @@ describe('upstream tls', () => {
     ['an IP as servername', { tls: { servername: '10.0.0.1' } }, /tls\.servername must be a DNS name/],
     ['a servername with a port', { tls: { servername: 'kafka:9093' } }, /tls\.servername must be a DNS name/],
     ['verifyHostname as a string', { tls: { verifyHostname: 'false' } }, /tls\.verifyHostname must be true or false/],
-    ['servername without hostname verification', { tls: { servername: 'kafka.internal', verifyHostname: false } }, /tls\.servername is only checked .* when tls\.verifyHostname is true/],
+    ['a wildcard servername', { tls: { servername: '*.kafka.internal' } }, /tls\.servername must be a DNS name/],
   ] as Array<[string, Record<string, unknown> | (() => Record<string, unknown>), RegExp]>)('refused: %s', (_name, input, message) => {
     expect(refused(typeof input === 'function' ? input() : input)).toMatch(message)
   })
