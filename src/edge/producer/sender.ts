@@ -1,7 +1,8 @@
 import type { Cluster } from '../client/cluster.js'
 import type { Connection } from '../client/connection.js'
 import { InvalidRecordException, TimeoutException, markDelivery } from '../errors.js'
-import { InitProducerId, Produce, apiError, errorInfo, type Message } from '../protocol/index.js'
+import { invalidatesMetadata, isAmbiguous, isFatal, refusesProducerState } from './error-policy.js'
+import { InitProducerId, Produce, apiError, errorCode, errorInfo, type Message } from '../protocol/index.js'
 import type { RecordAccumulator } from './accumulator.js'
 import type { ProducerConfig } from './config.js'
 import type { ProducerMetrics } from './metrics.js'
@@ -19,26 +20,9 @@ interface PartitionResponse {
 }
 
 const INT_MAX = 2147483647
-/** Errors after which the partition's leader is in doubt (Java: InvalidMetadataException and network errors). */
-const STALE_METADATA = new Set([3, 5, 6, 13, 56, 74, 76, 103])
-/**
- * Answers after which the records may be in the log: no answer at all (13 network, 7 timeout) or
- * NOT_ENOUGH_REPLICAS_AFTER_APPEND. A later definite error cannot take that back.
- */
-const AMBIGUOUS = new Set([7, 13, 20])
-/**
- * Refusals for the producer's epoch or transaction state (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
- * INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, TRANSACTION_ABORTABLE): they judge the state at this
- * attempt, not the batch. An earlier attempt may have been appended before that state moved on (a
- * copy of it that a relay delivered twice, answered after the copy the client read), so after a retry
- * they cannot say "not written".
- */
-const STATE_REFUSALS = new Set([47, 48, 49, 90, 120])
-/** Errors that end the producer (Java: maybeTransitionToErrorState's fatal classes). */
-const FATAL = new Set([31, 35, 49, 53, 90])
 /** Brokers refuse zstd batches in Produce requests below v7 (Kafka 2.1), and a 2.0 broker cannot read them. */
 export const ZSTD_MIN_PRODUCE_VERSION = 7
-const UNSUPPORTED_COMPRESSION_TYPE = 76
+const UNSUPPORTED_COMPRESSION_TYPE = errorCode('UNSUPPORTED_COMPRESSION_TYPE')
 
 /**
  * The send loop (Java's Sender), driven by wakeups instead of a thread: each run finds ready nodes,
@@ -191,7 +175,7 @@ export class Sender {
       const code = res.errorCode as number
       if (code === 0) {
         txn.initialized({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number })
-      } else if (FATAL.has(code)) {
+      } else if (isFatal(code, { transactional: false })) {
         txn.transitionToFatal(apiError(code, 'InitProducerId'))
       } else {
         txn.state = 'UNINITIALIZED'
@@ -292,7 +276,7 @@ export class Sender {
       if (pr.errorCode !== 0 && pr.currentLeader && pr.currentLeader.leaderId >= 0) {
         hinted = this.cluster.applyLeaderHint(b.tp.topic, b.tp.partition, pr.currentLeader.leaderId, pr.currentLeader.leaderEpoch, endpoints)
       }
-      if (STALE_METADATA.has(pr.errorCode) && !hinted) this.cluster.invalidateLeader(b.tp.topic, b.tp.partition)
+      if (invalidatesMetadata(pr.errorCode) && !hinted) this.cluster.invalidateLeader(b.tp.topic, b.tp.partition)
       this.completeBatch(b, pr, now)
     }
   }
@@ -312,7 +296,7 @@ export class Sender {
     this.inFlightBatches.delete(batch)
     if (batch.done) return
     const code = pr.errorCode
-    if (AMBIGUOUS.has(code) || (STATE_REFUSALS.has(code) && batch.inRetry)) batch.maybeWritten = true
+    if (isAmbiguous(code) || (refusesProducerState(code) && batch.inRetry)) batch.maybeWritten = true
     if (code === 10 && this.accumulator.canSplit(batch)) {
       this.splitAndReenqueue(batch)
       return
@@ -329,7 +313,7 @@ export class Sender {
         this.succeed(batch, -1n, -1n)
         return
       }
-      if (FATAL.has(code) && this.txn && !this.txn.isTransactional) this.txn.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
+      if (this.txn && !this.txn.isTransactional && isFatal(code, { transactional: false })) this.txn.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
       this.failBatch(batch, this.batchError(batch, pr), info.name, true, perRecordErrors(batch, pr))
       return
     }
