@@ -15,7 +15,7 @@ import { awsCredentialsFromEnv, saslMechanism, tokenProvider } from '../../src/b
 import { UpstreamError, openUpstream } from '../../src/bridge/upstream.js'
 import { SaslAuthenticationException, SslAuthenticationException, UnsupportedSaslMechanismException } from '../../src/edge/errors.js'
 import { ApiVersions, SaslAuthenticate, SaslHandshake, decodeRequest, encodeResponse, type Message } from '../../src/edge/protocol/index.js'
-import { FrameDecoder } from '../../src/edge/transport/frame-decoder.js'
+import { FrameDecoder } from '../../src/edge/protocol/frame-decoder.js'
 import { makePki, type Pki } from '../helpers/pki.js'
 
 const SECRET = 'unit-secret-0123456789-abcdefghijklmnop'

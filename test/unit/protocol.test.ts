@@ -6,7 +6,7 @@ import {
   errorCode, errorInfo, responseHeaderVersion, type ApiSchema, type Message,
 } from '../../src/edge/protocol/index.js'
 import type { Field } from '../../src/edge/protocol/schema.js'
-import { FrameDecoder } from '../../src/edge/transport/frame-decoder.js'
+import { FrameDecoder } from '../../src/edge/protocol/frame-decoder.js'
 import { rng } from '../helpers/records.js'
 
 const inRange = (r: readonly [number, number] | null, v: number) => r !== null && v >= r[0] && v <= r[1]
