@@ -274,6 +274,7 @@ export class Producer {
           if (!this.core) {
             // A bootstrap hiccup is not the record's failure: the metadata wait below retries until max.block.ms.
             try { await this.connect() } catch (e) { if (!this.core) throw e }
+            if (this.waiting[0] !== p) continue
           }
           if (this.tryAppend(p)) { this.shiftWaiting(); continue }
           const left = deadline - c.clock.now()
@@ -292,6 +293,8 @@ export class Producer {
             this.pool.release(bytes)
           }
         } catch (e) {
+          // close() failed the waiting sends while this one waited (its wait then fails too).
+          if (this.waiting[0] !== p) continue
           this.shiftWaiting()
           this.failBeforeBatch(p, e instanceof TimeoutException ? this.blockTimeout(p) : e as Error)
         }
