@@ -89,8 +89,8 @@ export class Producer {
       transactionalId: c.transactionalId, transactionTimeoutMs: c.transactionTimeoutMs, retryBackoffMs: c.retryBackoffMs,
       maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.txn,
       host: {
-        hasIncomplete: () => this.waiting.length > 0 || (this.core !== null && this.accumulator.incomplete.size > 0),
-        flush: () => this.flush(),
+        hasIncomplete: () => this.waiting.length > 0 || (this.core !== null && (this.accumulator.incomplete.size > 0 || this.sender.inFlightRequests > 0)),
+        flush: () => this.flush().then(() => this.sender?.whenNoRequestsInFlight()),
         abortUndrainedBatches: (e) => this.abortUndrainedBatches(e),
         wakeupSender: () => this.sender?.wakeup(),
       },
