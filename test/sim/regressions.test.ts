@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { TimeoutException } from '../../src/edge/errors.js'
 import { Metadata, Produce } from '../../src/edge/protocol/index.js'
 import { World, indexOf, runSeed } from './harness.js'
+import { runTxnSeed } from './txn-harness.js'
 import type { ModelOptions } from './model-broker.js'
 
 // Root causes found by the seeded simulation (seeds 5001-15000), one named deterministic test each.
@@ -190,5 +191,33 @@ describe('simulation regressions', () => {
     expect(refused.map((o) => o.status)).toEqual(['failed', 'failed'])
     expect(logOf(w)).toEqual([0, 1, 2, 3])
     expect((await runSeed(135116)).violations).toEqual([])
+  })
+
+  it('txn seeds 128023, 136231: close() while a send waits for metadata: the wait ending later does not touch the send again', async () => {
+    // close() fails and drops the waiting sends; the metadata wait of the first one still ran, and when
+    // it timed out the pump took that send off the (now empty) queue: a TypeError escaped the producer.
+    const w = world({ producer: { 'max.block.ms': 1000, 'request.timeout.ms': 5000 } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    const handle = w.cluster.handle.bind(w.cluster)
+    w.cluster.handle = (node, frame) => (((frame[4]! << 8) | frame[5]!) === Metadata.key ? null : handle(node, frame))
+    const escaped: unknown[] = []
+    const onEscape = (e: unknown): void => { escaped.push(e) }
+    process.on('unhandledRejection', onEscape)
+    try {
+      const waiting = w.send('u')
+      await w.clock.advance(100)
+      await w.close()
+      await w.clock.advance(2000)
+      await new Promise((r) => setImmediate(r))
+      expect(waiting.status).toBe('failed')
+      expect(waiting.error!.name).toBe('ClosedError')
+      expect(waiting.error!.mayHaveBeenWritten).toBe(false)
+      expect(escaped).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onEscape)
+    }
+    expect((await runTxnSeed(128023)).violations).toEqual([])
+    expect((await runTxnSeed(136231)).violations).toEqual([])
   })
 })

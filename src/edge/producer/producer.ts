@@ -108,8 +108,8 @@ export class Producer {
       transactionalId: c.transactionalId, transactionTimeoutMs: c.transactionTimeoutMs, retryBackoffMs: c.retryBackoffMs,
       maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.txn,
       host: {
-        hasIncomplete: () => this.waiting.length > 0 || (this.core !== null && this.accumulator.incomplete.size > 0),
-        flush: () => this.flush(),
+        hasIncomplete: () => this.waiting.length > 0 || (this.core !== null && (this.accumulator.incomplete.size > 0 || this.sender.inFlightRequests > 0)),
+        flush: () => this.flush().then(() => this.sender?.whenNoRequestsInFlight()),
         abortUndrainedBatches: (e) => this.abortUndrainedBatches(e),
         wakeupSender: () => this.sender?.wakeup(),
       },
@@ -306,6 +306,7 @@ export class Producer {
           if (!this.core) {
             // A bootstrap hiccup is not the record's failure: the metadata wait below retries until max.block.ms.
             try { await this.connect() } catch (e) { if (!this.core) throw e }
+            if (this.waiting[0] !== p) continue
           }
           if (this.tryAppend(p)) { this.shiftWaiting(); continue }
           const left = deadline - c.clock.now()
@@ -324,6 +325,8 @@ export class Producer {
             this.pool.release(bytes)
           }
         } catch (e) {
+          // close() failed the waiting sends while this one waited (its wait then fails too).
+          if (this.waiting[0] !== p) continue
           this.shiftWaiting()
           this.failBeforeBatch(p, e instanceof TimeoutException && !(e instanceof BufferExhaustedException) ? this.blockTimeout(p) : e as Error)
         }

@@ -40,6 +40,7 @@ export class Sender {
   private readonly inFlightPerNode = new Map<number, number>()
   private readonly throttledUntil = new Map<number, number>()
   readonly inFlightBatches = new Set<ProducerBatch>()
+  private readonly idleWaiters: Array<() => void> = []
   private initInFlight = false
   private metadataInFlight = false
   private metadataBackoffUntil = 0
@@ -245,8 +246,19 @@ export class Sender {
       (err: unknown) => this.handleFailure(err, batches),
     ).finally(() => {
       this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 1) - 1)
+      if (this.inFlightRequests === 0) for (const resolve of this.idleWaiters.splice(0)) resolve()
       this.wakeup()
     })
+  }
+
+  /**
+   * Resolves once no Produce request is out. A batch that expired in flight is done, but its request
+   * may still reach the leader: EndTxn waits for that too, or the write could land after the
+   * transaction ended (on a broker without KIP-890 verification, opening one nobody ends).
+   */
+  whenNoRequestsInFlight(): Promise<void> {
+    if (this.inFlightRequests === 0) return Promise.resolve()
+    return new Promise((resolve) => this.idleWaiters.push(resolve))
   }
 
   /** Transactions without TV2 stop at Produce v11; everything else at 12 (v13 needs topic ids). */

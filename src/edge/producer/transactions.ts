@@ -79,9 +79,9 @@ export interface CoordinatorCluster {
 
 /** What the producer around the state machine provides: its batches, its sender. */
 export interface TransactionHost {
-  /** Any batch (or queued send) of the producer not yet completed. */
+  /** Any batch (or queued send) of the producer not yet completed, or a Produce request still out. */
   hasIncomplete(): boolean
-  /** Sends everything queued now and resolves once all of it completed. */
+  /** Sends everything queued now and resolves once all of it completed and no Produce request is out. */
   flush(): Promise<void>
   /** Fails the records that were never sent (no sequence yet) with `error`. */
   abortUndrainedBatches(error: Error): void
