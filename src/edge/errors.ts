@@ -174,7 +174,8 @@ export class WasmCoreError extends KafkaEdgeError {}
 export class UnsupportedCompressionError extends WasmCoreError {
   readonly compression: string
   constructor(compression: string, message?: string) {
-    super(message ?? `compression.type '${compression}' is not built into this kafka-edge WebAssembly core; use a build that includes it (the default core, or kafka-edge/core-${compression}.wasm) or choose another codec`)
+    super(message ?? `compression.type '${compression}' is not built into this kafka-edge WebAssembly core; ` +
+      `use a build that includes it (the default core, or kafka-edge/core-${compression}.wasm) or choose another codec`)
     this.compression = compression
   }
 }

@@ -24,7 +24,8 @@ export async function authenticate(mechanism: SaslMechanism, target: SaslTarget,
     throw new UnsupportedSaslMechanismException(`broker ${where} does not enable SASL mechanism ${mechanism.name}; it offers: ${offered}. Set sasl.mechanism to one of those`)
   }
   if (hsCode === 34) {
-    throw new IllegalSaslStateException(`broker ${where} did not expect a SASL handshake: its listener is probably not SASL_PLAINTEXT/SASL_SSL; check security.protocol and the port`)
+    throw new IllegalSaslStateException(`broker ${where} did not expect a SASL handshake: ` +
+      'its listener is probably not SASL_PLAINTEXT/SASL_SSL; check security.protocol and the port')
   }
   if (hsCode !== 0) throw new SaslAuthenticationException(`SASL handshake with ${where} failed with error ${hsCode}`)
 

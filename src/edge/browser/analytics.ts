@@ -140,7 +140,9 @@ export class Analytics {
   track(event: AnalyticsEvent): string {
     if (this.closed) throw new KafkaEdgeError('track() after close()')
     if (!event || typeof event !== 'object') throw new KafkaEdgeError('track() takes an event object like { type: "click", data: {...} }')
-    if (typeof event.type !== 'string' || !TYPE.test(event.type)) throw new KafkaEdgeError(`event type must be 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(event.type)}`)
+    if (typeof event.type !== 'string' || !TYPE.test(event.type)) {
+      throw new KafkaEdgeError(`event type must be 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(event.type)}`)
+    }
     const max = this.o.maxOutboxEvents ?? 10_000
     if (this.store.size >= max) throw new OutboxFullError(`the outbox holds ${this.store.size} unacknowledged events (maxOutboxEvents ${max}); the relay or Kafka is unreachable`)
     const id = event.id ?? randomId()

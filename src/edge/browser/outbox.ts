@@ -114,7 +114,8 @@ export class WebStorageOutbox implements OutboxStore {
     try {
       this.storage.setItem(this.entryKey(this.owner, entry.seq), JSON.stringify(entry))
     } catch (e) {
-      throw new OutboxFullError(`the outbox storage refused the event (${(e as Error).name}: ${(e as Error).message}); events are kept until Kafka acknowledges them, so the relay may be unreachable`)
+      throw new OutboxFullError(`the outbox storage refused the event (${(e as Error).name}: ${(e as Error).message}); ` +
+        'events are kept until Kafka acknowledges them, so the relay may be unreachable')
     }
     this.mine.add(entry.seq)
   }

@@ -138,7 +138,8 @@ export class Cluster {
       this.brokers.set(b.nodeId, { host: b.host, port: b.port, nodeId: b.nodeId })
     }
     this.clusterId = (res.clusterId as string | null) ?? this.clusterId
-    for (const t of res.topics as Array<{ name: string; errorCode: number; partitions: Array<{ partitionIndex: number; leaderId: number; leaderEpoch: number; errorCode: number }> }>) {
+    type PartitionMetadata = { partitionIndex: number; leaderId: number; leaderEpoch: number; errorCode: number }
+    for (const t of res.topics as Array<{ name: string; errorCode: number; partitions: PartitionMetadata[] }>) {
       const existing = this.topics.get(t.name)
       if (t.errorCode !== 0 || t.partitions.length === 0) {
         if (existing) existing.errorCode = t.errorCode || existing.errorCode

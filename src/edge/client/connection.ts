@@ -171,7 +171,9 @@ export class Connection {
     written.catch(() => {})
     const response = ready.then(() => {
       const version = opts.version ?? this.versionFor(api, opts.cap)
-      if (version === null) throw new KafkaEdgeError(`broker ${this.describe()} does not support ${api.name} in versions ${api.minVersion}-${opts.cap ?? api.maxVersion}; upgrade the broker`)
+      if (version === null) {
+        throw new KafkaEdgeError(`broker ${this.describe()} does not support ${api.name} in versions ${api.minVersion}-${opts.cap ?? api.maxVersion}; upgrade the broker`)
+      }
       const pending = this.rawRequest(api, version, body, opts.expectResponse ?? true, opts.timeoutMs)
       pending.written.then(resolveWritten, rejectWritten)
       return pending.response

@@ -56,7 +56,8 @@ export class BufferPool {
           const i = this.waiters.indexOf(w)
           if (i >= 0) this.waiters.splice(i, 1)
           this.waitTimeTotalMs += this.clock.now() - w.startedMs
-          reject(new BufferExhaustedException(`buffer.memory (${this.total} bytes) stayed full for max.block.ms (${maxBlockMs} ms); the brokers are not keeping up: slow down, raise buffer.memory, or check broker health`))
+          reject(new BufferExhaustedException(`buffer.memory (${this.total} bytes) stayed full for max.block.ms (${maxBlockMs} ms); ` +
+            'the brokers are not keeping up: slow down, raise buffer.memory, or check broker health'))
           this.grant()
         }, maxBlockMs),
       }
@@ -143,7 +144,10 @@ export class RecordAccumulator {
     }
     const reserve = Math.max(batchSize, recordBytes)
     if (!this.pool.tryReserve(reserve)) return 0
-    const open = this.core.openBatch({ compression: this.opts.compression, level: this.opts.compressionLevel, initialCapacity: Math.min(reserve + 64, this.opts.maxRequestSize + 64) })
+    const open = this.core.openBatch({
+      compression: this.opts.compression, level: this.opts.compressionLevel,
+      initialCapacity: Math.min(reserve + 64, this.opts.maxRequestSize + 64),
+    })
     const batch = new ProducerBatch(tp, open, this.opts.clock.now(), reserve, last ? last.recordCount : this.lastBatchRecords)
     batch.append(record, resolve, reject)
     d.push(batch)

@@ -362,7 +362,10 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
   }
 }
 
-const SASL_KEYS = ['sasl.mechanism', 'sasl.username', 'sasl.password', 'sasl.jaas.config', 'sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions', 'sasl.aws.credentials.provider', 'sasl.aws.region']
+const SASL_KEYS = [
+  'sasl.mechanism', 'sasl.username', 'sasl.password', 'sasl.jaas.config',
+  'sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions', 'sasl.aws.credentials.provider', 'sasl.aws.region',
+]
 const SSL_KEYS = ['ssl.ca.pem', 'ssl.certificate.pem', 'ssl.key.pem', 'ssl.endpoint.identification.algorithm']
 const JAAS_MODULES: Record<string, string> = {
   PLAIN: 'org.apache.kafka.common.security.plain.PlainLoginModule',
@@ -379,11 +382,13 @@ function parseSecurity(get: <T>(k: string) => T, given: Map<string, unknown>, tr
 
   const strayTls = set(SSL_KEYS)
   if (!usesTls && strayTls.length > 0) {
-    throw new ConfigException(`${strayTls.join(', ')} ${strayTls.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: set security.protocol to ${usesSasl ? 'SASL_SSL' : 'SSL'} to use TLS, or remove ${strayTls.length > 1 ? 'them' : 'it'}`)
+    throw new ConfigException(`${strayTls.join(', ')} ${strayTls.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: ` +
+      `set security.protocol to ${usesSasl ? 'SASL_SSL' : 'SSL'} to use TLS, or remove ${strayTls.length > 1 ? 'them' : 'it'}`)
   }
   const straySasl = set(SASL_KEYS)
   if (!usesSasl && straySasl.length > 0) {
-    throw new ConfigException(`${straySasl.join(', ')} ${straySasl.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: set security.protocol to ${usesTls ? 'SASL_SSL' : 'SASL_PLAINTEXT'} to authenticate with SASL, or remove ${straySasl.length > 1 ? 'them' : 'it'}`)
+    throw new ConfigException(`${straySasl.join(', ')} ${straySasl.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: ` +
+      `set security.protocol to ${usesTls ? 'SASL_SSL' : 'SASL_PLAINTEXT'} to authenticate with SASL, or remove ${straySasl.length > 1 ? 'them' : 'it'}`)
   }
 
   let tls: TlsSettings | null = null
@@ -399,7 +404,9 @@ function parseSecurity(get: <T>(k: string) => T, given: Map<string, unknown>, tr
     if (transport.tls === 'system') {
       const custom = set(['ssl.ca.pem', 'ssl.certificate.pem', 'ssl.key.pem'])
       if (custom.length > 0 || !verifyHostname) {
-        throw new ConfigException(`${transport.name} verifies brokers against the runtime's own trust store and cannot take ${[...custom, ...(verifyHostname ? [] : ['ssl.endpoint.identification.algorithm=""'])].join(', ')}; remove ${custom.length + (verifyHostname ? 0 : 1) > 1 ? 'them' : 'it'} (under wrangler dev, NODE_EXTRA_CA_CERTS makes workerd trust a private CA)`)
+        const refused = [...custom, ...(verifyHostname ? [] : ['ssl.endpoint.identification.algorithm=""'])]
+        throw new ConfigException(`${transport.name} verifies brokers against the runtime's own trust store and cannot take ${refused.join(', ')}; ` +
+          `remove ${refused.length > 1 ? 'them' : 'it'} (under wrangler dev, NODE_EXTRA_CA_CERTS makes workerd trust a private CA)`)
       }
     }
     tls = { ...(ca !== null && { ca }), ...(cert !== null && { cert }), ...(key !== null && { key }), verifyHostname }
@@ -407,7 +414,10 @@ function parseSecurity(get: <T>(k: string) => T, given: Map<string, unknown>, tr
 
   let sasl: SaslMechanism | null = null
   if (usesSasl) {
-    if (!transport.tls) throw new ConfigException(`security.protocol ${protocol} cannot be used with the ${transport.name} transport: SASL credentials stay on the relay (set them in its config), never in the page`)
+    if (!transport.tls) {
+      throw new ConfigException(`security.protocol ${protocol} cannot be used with the ${transport.name} transport: ` +
+        'SASL credentials stay on the relay (set them in its config), never in the page')
+    }
     sasl = saslFromSettings(get, given)
   }
   return { protocol, tls, sasl }
@@ -416,11 +426,14 @@ function parseSecurity(get: <T>(k: string) => T, given: Map<string, unknown>, tr
 function saslFromSettings(get: <T>(k: string) => T, given: Map<string, unknown>): SaslMechanism {
   const mechanism = get<string | null>('sasl.mechanism')
   if (mechanism === null) {
-    throw new ConfigException("sasl.mechanism is required with SASL_PLAINTEXT / SASL_SSL (Kafka's default, GSSAPI, is not supported): set PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM")
+    throw new ConfigException("sasl.mechanism is required with SASL_PLAINTEXT / SASL_SSL (Kafka's default, GSSAPI, is not supported): " +
+      'set PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM')
   }
   const misplaced = (keys: string[]) => {
     const found = keys.filter((k) => given.has(k))
-    if (found.length > 0) throw new ConfigException(`${found.join(', ')} ${found.length > 1 ? 'do' : 'does'} not apply to sasl.mechanism ${mechanism}; remove ${found.length > 1 ? 'them' : 'it'}`)
+    if (found.length > 0) {
+      throw new ConfigException(`${found.join(', ')} ${found.length > 1 ? 'do' : 'does'} not apply to sasl.mechanism ${mechanism}; remove ${found.length > 1 ? 'them' : 'it'}`)
+    }
   }
   if (mechanism === 'PLAIN' || mechanism === 'SCRAM-SHA-256' || mechanism === 'SCRAM-SHA-512') {
     misplaced(['sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions', 'sasl.aws.credentials.provider', 'sasl.aws.region'])
@@ -437,7 +450,9 @@ function saslFromSettings(get: <T>(k: string) => T, given: Map<string, unknown>)
       username = parsed.options.username ?? null
       password = parsed.options.password ?? null
     }
-    if (username === null || password === null) throw new ConfigException(`sasl.mechanism ${mechanism} needs sasl.username and sasl.password (or a sasl.jaas.config with username= and password=)`)
+    if (username === null || password === null) {
+      throw new ConfigException(`sasl.mechanism ${mechanism} needs sasl.username and sasl.password (or a sasl.jaas.config with username= and password=)`)
+    }
     return mechanism === 'PLAIN' ? plain({ username, password }) : scram({ hash: mechanism === 'SCRAM-SHA-256' ? 'SHA-256' : 'SHA-512', username, password })
   }
   if (mechanism === 'OAUTHBEARER') {
@@ -450,6 +465,9 @@ function saslFromSettings(get: <T>(k: string) => T, given: Map<string, unknown>)
   misplaced(['sasl.username', 'sasl.password', 'sasl.jaas.config', 'sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions'])
   const credentials = get<(() => Promise<AwsCredentials>) | null>('sasl.aws.credentials.provider')
   const region = get<string | null>('sasl.aws.region')
-  if (!credentials || !region) throw new ConfigException('sasl.mechanism AWS_MSK_IAM needs sasl.aws.region and sasl.aws.credentials.provider (a function returning { accessKeyId, secretAccessKey, sessionToken? })')
+  if (!credentials || !region) {
+    throw new ConfigException('sasl.mechanism AWS_MSK_IAM needs sasl.aws.region and sasl.aws.credentials.provider ' +
+      '(a function returning { accessKeyId, secretAccessKey, sessionToken? })')
+  }
   return awsMskIam({ region, credentials })
 }

@@ -1,5 +1,7 @@
 import { Cluster } from '../client/cluster.js'
-import { BufferExhaustedException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery } from '../errors.js'
+import {
+  BufferExhaustedException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery,
+} from '../errors.js'
 import { loadCore, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
@@ -188,7 +190,8 @@ export class Producer {
     if (this.waiting.length > 0 && this.waitingBytes + bytes > this.config.bufferMemory) {
       p.key = p.value = null
       p.headers = undefined
-      this.failBeforeBatch(p, new BufferExhaustedException(`${this.waiting.length} sends (${this.waitingBytes} bytes) are already waiting for buffer space or metadata, as much as buffer.memory (${this.config.bufferMemory} bytes) again; await your sends (or slow down) so the producer can catch up, or raise buffer.memory`))
+      this.failBeforeBatch(p, new BufferExhaustedException(`${this.waiting.length} sends (${this.waitingBytes} bytes) are already waiting for buffer space or metadata, ` +
+        `as much as buffer.memory (${this.config.bufferMemory} bytes) again; await your sends (or slow down) so the producer can catch up, or raise buffer.memory`))
       return
     }
     this.waitingBytes += bytes
@@ -204,12 +207,17 @@ export class Producer {
     this.pump()
   }
 
-  private readonly scratch: PendingSend = { key: null, value: null, headers: undefined, timestamp: 0, topic: '', partition: undefined, resolve: noop, reject: noop, startedMs: 0, baseSize: 0 }
+  private readonly scratch: PendingSend = {
+    key: null, value: null, headers: undefined,
+    timestamp: 0, topic: '', partition: undefined, resolve: noop, reject: noop, startedMs: 0, baseSize: 0,
+  }
 
   /** Validates a record into `p` (throws ConfigException on bad input). */
   private fill(p: PendingSend, r: ProducerRecord, now: number, resolve: Resolve, reject: Reject): void {
     if (!r || typeof r !== 'object') throw new ConfigException('send() takes a record object { topic, value, key?, headers?, partition?, timestamp? }')
-    if (typeof r.topic !== 'string' || (!this.validTopics.has(r.topic) && !this.validateTopic(r.topic))) throw new ConfigException(`invalid topic name ${JSON.stringify(r.topic)}: use 1-249 characters of [a-zA-Z0-9._-]`)
+    if (typeof r.topic !== 'string' || (!this.validTopics.has(r.topic) && !this.validateTopic(r.topic))) {
+      throw new ConfigException(`invalid topic name ${JSON.stringify(r.topic)}: use 1-249 characters of [a-zA-Z0-9._-]`)
+    }
     if (r.partition !== undefined && (!Number.isInteger(r.partition) || r.partition < 0)) throw new ConfigException(`partition must be a non-negative integer, got ${r.partition}`)
     const timestamp = r.timestamp ?? now
     if (!Number.isSafeInteger(timestamp)) throw new ConfigException(`timestamp must be an integer number of ms since the epoch, got ${r.timestamp}`)
@@ -260,7 +268,8 @@ export class Producer {
     }
     const size = recordSizeFromBase(p.baseSize, 0, 0) + 61
     if (size > c.maxRequestSize || size > c.bufferMemory) {
-      this.failBeforeBatch(p, new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${size > c.maxRequestSize ? `max.request.size (${c.maxRequestSize})` : `buffer.memory (${c.bufferMemory})`}; send smaller records or raise the limit`))
+      const limit = size > c.maxRequestSize ? `max.request.size (${c.maxRequestSize})` : `buffer.memory (${c.bufferMemory})`
+      this.failBeforeBatch(p, new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${limit}; send smaller records or raise the limit`))
       return true
     }
     let partition = p.partition
@@ -316,7 +325,9 @@ export class Producer {
             await this.withDeadline(this.cluster.refresh(this.sender.topicsInUse).catch((e: unknown) => {
               if (e instanceof KafkaEdgeError && !e.retriable) throw e
             }), left, `waiting for metadata of topic ${p.topic}`)
-            if (this.cluster.partitionCount(p.topic) === 0) await new Promise((r) => c.clock.setTimeout(r as () => void, Math.min(c.retryBackoffMs, Math.max(0, deadline - c.clock.now()))))
+            if (this.cluster.partitionCount(p.topic) === 0) {
+              await new Promise((r) => c.clock.setTimeout(r as () => void, Math.min(c.retryBackoffMs, Math.max(0, deadline - c.clock.now()))))
+            }
           } else {
             // Buffer full: wait for space, then hand the reservation back and retry the append.
             const bytes = Math.max(c.batchSize, recordSizeFromBase(p.baseSize, 0, 0) + 61)
@@ -357,7 +368,8 @@ export class Producer {
     if (this.cluster.partitionCount(p.topic) === 0) {
       // Without an answer from any broker, "create the topic" would send the user the wrong way.
       return cause
-        ? new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms): no broker answered; last error: ${cause.message}`, { cause })
+        ? new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms): ` +
+          `no broker answered; last error: ${cause.message}`, { cause })
         : new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms); create the topic or check its name`)
     }
     return new TimeoutException(`send() blocked for max.block.ms (${this.config.maxBlockMs} ms)`, cause ? { cause } : {})

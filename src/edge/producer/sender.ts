@@ -153,7 +153,8 @@ export class Sender {
       this.inFlightBatches.delete(b)
       const sent = b.drainedMs >= 0
       const err = markDelivery(new TimeoutException(
-        `expiring ${b.recordCount} record(s) for ${b.tp.topic}-${b.tp.partition}: ${now - b.createdMs} ms passed since batch creation (delivery.timeout.ms=${this.config.deliveryTimeoutMs})` +
+        `expiring ${b.recordCount} record(s) for ${b.tp.topic}-${b.tp.partition}: ` +
+        `${now - b.createdMs} ms passed since batch creation (delivery.timeout.ms=${this.config.deliveryTimeoutMs})` +
         (sent ? '; the batch was sent, so the records may have been written' : '; the records were never sent'),
       ), sent)
       this.failBatch(b, err, null, false)
@@ -206,7 +207,8 @@ export class Sender {
         // Such a request would be refused (or misread) by the broker: the batches fail as its
         // UNSUPPORTED_COMPRESSION_TYPE answer would fail them, without sending it.
         const refused = errorResponse(UNSUPPORTED_COMPRESSION_TYPE)
-        refused.errorMessage = `broker ${conn.describe()} takes Produce up to ${version === null ? 'a version below ours' : `v${version}`}, and zstd batches need v${ZSTD_MIN_PRODUCE_VERSION} (Kafka 2.1); upgrade the broker or choose another compression.type`
+        refused.errorMessage = `broker ${conn.describe()} takes Produce up to ${version === null ? 'a version below ours' : `v${version}`}, ` +
+          `and zstd batches need v${ZSTD_MIN_PRODUCE_VERSION} (Kafka 2.1); upgrade the broker or choose another compression.type`
         for (const b of batches) this.completeBatch(b, refused, now)
         return
       }
@@ -267,7 +269,11 @@ export class Sender {
   private handleResponse(res: Message, batches: ProducerBatch[], expectResponse: boolean, sentMs: number): void {
     const now = this.config.clock.now()
     if (!expectResponse) {
-      for (const b of batches) this.completeBatch(b, { errorCode: 0, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null }, now)
+      for (const b of batches) {
+        this.completeBatch(b, {
+          errorCode: 0, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null,
+        }, now)
+      }
       return
     }
     this.metrics.requestLatency.record(now - sentMs)
@@ -423,7 +429,8 @@ function perRecordErrors(batch: ProducerBatch, pr: PartitionResponse): Map<numbe
   const m = new Map<number, Error>()
   for (const re of pr.recordErrors) {
     if (re.batchIndex < 0 || re.batchIndex >= batch.recordCount) continue
-    const e = new InvalidRecordException(`record ${re.batchIndex} of the batch to ${batch.tp.topic}-${batch.tp.partition} was rejected: ${re.batchIndexErrorMessage ?? pr.errorMessage ?? 'invalid record'}`,
+    const e = new InvalidRecordException(`record ${re.batchIndex} of the batch to ${batch.tp.topic}-${batch.tp.partition} ` +
+      `was rejected: ${re.batchIndexErrorMessage ?? pr.errorMessage ?? 'invalid record'}`,
       { code: pr.errorCode, errorName: errorInfo(pr.errorCode).name })
     m.set(re.batchIndex, markDelivery(e, batch.maybeWritten))
   }

@@ -314,7 +314,7 @@ export class TransactionManager {
    */
   maybeResolveSequences(): Error | null {
     let abortable: Error | null = null
-    for (const [key, _] of this.unresolved) {
+    for (const key of this.unresolved.keys()) {
       const e = this.partitions.get(key)
       if (!e || e.inflight.length > 0) continue
       if (this.isNextSequence(e.tp, e.nextSequence)) {
@@ -323,7 +323,8 @@ export class TransactionManager {
       }
       if (this.isTransactional) {
         this.epochBumpRequired = true
-        abortable = new KafkaEdgeError(`the client has no acknowledgement for some records sent to ${e.tp.topic}-${e.tp.partition} and can no longer retry them; abort the transaction and continue`)
+        abortable = new KafkaEdgeError(`the client has no acknowledgement for some records sent to ${e.tp.topic}-${e.tp.partition} ` +
+          'and can no longer retry them; abort the transaction and continue')
       } else {
         this.requestEpochBumpForPartition(e.tp)
       }

@@ -3,7 +3,9 @@ import {
   ApiException, ClosedError, FatalTransactionException, IllegalStateException, KafkaEdgeError, NetworkException, ProducerFencedException,
   TimeoutException, TransactionAbortableException, TransactionAbortedException,
 } from '../errors.js'
-import { AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, FindCoordinator, InitProducerId, Produce, TxnOffsetCommit, apiError, errorInfo, type ApiSchema, type Message } from '../protocol/index.js'
+import {
+  AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, FindCoordinator, InitProducerId, Produce, TxnOffsetCommit, apiError, errorInfo, type ApiSchema, type Message,
+} from '../protocol/index.js'
 import { isFatal } from './error-policy.js'
 import { topicPartition, type TopicPartition } from './producer-batch.js'
 import type { ProducerIdAndEpoch, TransactionManager } from './transaction-manager.js'
@@ -137,7 +139,9 @@ abstract class TxnRequestHandler {
 }
 
 const fenced = (tm: TransactionCoordinatorClient) => new ProducerFencedException(
-  `producer with transactional.id ${JSON.stringify(tm.transactionalId)} (producer id ${tm.producerIdAndEpoch.producerId}, epoch ${tm.producerIdAndEpoch.epoch}) was fenced: another producer with the same transactional.id initialized, or the transaction timed out on the coordinator; close this producer`)
+  `producer with transactional.id ${JSON.stringify(tm.transactionalId)} ` +
+  `(producer id ${tm.producerIdAndEpoch.producerId}, epoch ${tm.producerIdAndEpoch.epoch}) was fenced: ` +
+  'another producer with the same transactional.id initialized, or the transaction timed out on the coordinator; close this producer')
 
 class FindCoordinatorHandler extends TxnRequestHandler {
   readonly api = FindCoordinator
@@ -148,7 +152,10 @@ class FindCoordinatorHandler extends TxnRequestHandler {
   body(): Message { return { key: this.key, keyType: this.type, coordinatorKeys: [this.key] } }
   handleResponse(res: Message): void {
     const list = (res.coordinators ?? []) as Array<{ nodeId: number; host: string; port: number; errorCode: number; errorMessage: string | null }>
-    const c = list.length > 0 ? list[0]! : { nodeId: res.nodeId as number, host: res.host as string, port: res.port as number, errorCode: res.errorCode as number, errorMessage: res.errorMessage as string | null }
+    const c = list.length > 0 ? list[0]! : {
+      nodeId: res.nodeId as number, host: res.host as string, port: res.port as number,
+      errorCode: res.errorCode as number, errorMessage: res.errorMessage as string | null,
+    }
     const err = c.errorCode
     if (err === 0) {
       this.tm.setCoordinator(this.type, this.key, { nodeId: c.nodeId, host: c.host, port: c.port })
@@ -160,7 +167,10 @@ class FindCoordinatorHandler extends TxnRequestHandler {
     } else if (err === code('GROUP_AUTHORIZATION_FAILED') || err === code('TRANSACTION_ABORTABLE')) {
       this.abortableError(apiError(err, `FindCoordinator for ${this.type === CoordinatorType.GROUP ? 'group' : 'transactional.id'} ${this.key}`, c.errorMessage))
     } else {
-      this.fatalError(new FatalTransactionException(`could not find the ${this.type === CoordinatorType.GROUP ? 'group' : 'transaction'} coordinator for ${this.key}: ${errorInfo(err).name}`, { cause: apiError(err, 'FindCoordinator', c.errorMessage) }))
+      this.fatalError(new FatalTransactionException(
+        `could not find the ${this.type === CoordinatorType.GROUP ? 'group' : 'transaction'} coordinator for ${this.key}: ${errorInfo(err).name}`,
+        { cause: apiError(err, 'FindCoordinator', c.errorMessage) },
+      ))
     }
   }
 }
@@ -210,7 +220,10 @@ class AddPartitionsToTxnHandler extends TxnRequestHandler {
     const byTopic = new Map<string, number[]>()
     for (const tp of this.partitions) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition])
     const pe = this.tm.producerIdAndEpoch
-    return { transactionalId: this.tm.transactionalId, producerId: pe.producerId, producerEpoch: pe.epoch, topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })) }
+    return {
+      transactionalId: this.tm.transactionalId, producerId: pe.producerId, producerEpoch: pe.epoch,
+      topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })),
+    }
   }
   handleResponse(res: Message): void {
     this.backoff = this.tm.retryBackoffMs
@@ -230,7 +243,9 @@ class AddPartitionsToTxnHandler extends TxnRequestHandler {
       }
       if (errorInfo(err).retriable) return this.reenqueue()
       if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) return this.fatalError(fenced(this.tm))
-      if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('INVALID_TXN_STATE')) return this.fatalError(apiError(err, `AddPartitionsToTxn for ${tp.topic}-${tp.partition}`))
+      if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('INVALID_TXN_STATE')) {
+        return this.fatalError(apiError(err, `AddPartitionsToTxn for ${tp.topic}-${tp.partition}`))
+      }
       if (err === code('TOPIC_AUTHORIZATION_FAILED')) unauthorized.add(tp.topic)
       else if (err === code('UNKNOWN_PRODUCER_ID') || err === code('INVALID_PRODUCER_ID_MAPPING')) return this.abortableErrorIfPossible(apiError(err, 'AddPartitionsToTxn'))
       else if (err === code('TRANSACTION_ABORTABLE')) return this.abortableError(apiError(err, 'AddPartitionsToTxn'))
@@ -240,7 +255,8 @@ class AddPartitionsToTxnHandler extends TxnRequestHandler {
     if (unauthorized.size > 0) {
       this.abortableError(Object.assign(apiError(code('TOPIC_AUTHORIZATION_FAILED'), `AddPartitionsToTxn for topics ${[...unauthorized].join(', ')}`), {}))
     } else if (hasPartitionErrors) {
-      this.abortableError(new KafkaEdgeError(`could not add partitions to the transaction: ${errors.filter(([, e]) => e !== 0).map(([tp, e]) => `${tp.topic}-${tp.partition}: ${errorInfo(e).name}`).join(', ')}`))
+      const failed = errors.filter(([, e]) => e !== 0).map(([tp, e]) => `${tp.topic}-${tp.partition}: ${errorInfo(e).name}`)
+      this.abortableError(new KafkaEdgeError(`could not add partitions to the transaction: ${failed.join(', ')}`))
     } else {
       for (const [tp] of errors) this.tm.partitionsInTransaction.set(tp.key, tp)
       this.tm.transactionStarted = true
@@ -339,7 +355,9 @@ class TxnOffsetCommitHandler extends TxnRequestHandler {
     const pe = this.tm.producerIdAndEpoch
     const byTopic = new Map<string, Message[]>()
     for (const o of this.pending.values()) {
-      byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partitionIndex: o.partition, committedOffset: BigInt(o.offset), committedLeaderEpoch: o.leaderEpoch ?? -1, committedMetadata: o.metadata ?? '' }])
+      byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), {
+        partitionIndex: o.partition, committedOffset: BigInt(o.offset), committedLeaderEpoch: o.leaderEpoch ?? -1, committedMetadata: o.metadata ?? '',
+      }])
     }
     return {
       transactionalId: this.tm.transactionalId, groupId: this.group.groupId, producerId: pe.producerId, producerEpoch: pe.epoch,
@@ -362,7 +380,8 @@ class TxnOffsetCommitHandler extends TxnRequestHandler {
         } else if (err === code('GROUP_AUTHORIZATION_FAILED') || err === code('FENCED_INSTANCE_ID') || err === code('TRANSACTION_ABORTABLE')) {
           this.abortableError(apiError(err, what)); break outer
         } else if (err === code('UNKNOWN_MEMBER_ID') || err === code('ILLEGAL_GENERATION')) {
-          this.abortableError(Object.assign(new KafkaEdgeError(`transactional offset commit failed: the consumer group metadata does not match (${errorInfo(err).name}); abort the transaction`), { name: 'CommitFailedException' })); break outer
+          const mismatch = new KafkaEdgeError(`transactional offset commit failed: the consumer group metadata does not match (${errorInfo(err).name}); abort the transaction`)
+          this.abortableError(Object.assign(mismatch, { name: 'CommitFailedException' })); break outer
         } else if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) {
           this.fatalError(fenced(this.tm)); break outer
         } else if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('UNSUPPORTED_FOR_MESSAGE_FORMAT')) {
@@ -471,7 +490,9 @@ export class TransactionCoordinatorClient {
     const list = normalizeOffsets(offsets)
     this.throwIfPendingState('sendOffsetsToTransaction')
     this.maybeFailWithError()
-    if (this.state !== 'IN_TRANSACTION') throw new IllegalStateException(`cannot send offsets when no transaction is in progress (state ${this.state}); call beginTransaction() first`)
+    if (this.state !== 'IN_TRANSACTION') {
+      throw new IllegalStateException(`cannot send offsets when no transaction is in progress (state ${this.state}); call beginTransaction() first`)
+    }
     let result: TxnResult
     if (this.tv2) {
       // Transaction v2: TxnOffsetCommit v5 goes straight to the group coordinator.
@@ -519,8 +540,14 @@ export class TransactionCoordinatorClient {
       if (this.state === 'FATAL_ERROR' && this.lastError instanceof ProducerFencedException) throw fenced(this)
       throw this.errorStateException('send')
     }
-    if (!this.hasProducerId) throw new IllegalStateException("cannot send before initTransactions() completed on a transactional producer (Java: IllegalStateException: Cannot perform a 'send' before completing a call to initTransactions)")
-    if (this.state !== 'IN_TRANSACTION') throw new IllegalStateException(`cannot send in state ${this.state}: a transactional producer sends only inside a transaction; call beginTransaction() first (Java: Cannot perform operation without a transaction)`)
+    if (!this.hasProducerId) {
+      throw new IllegalStateException('cannot send before initTransactions() completed on a transactional producer ' +
+        "(Java: IllegalStateException: Cannot perform a 'send' before completing a call to initTransactions)")
+    }
+    if (this.state !== 'IN_TRANSACTION') {
+      throw new IllegalStateException(`cannot send in state ${this.state}: a transactional producer sends only inside a transaction; ` +
+        'call beginTransaction() first (Java: Cannot perform operation without a transaction)')
+    }
   }
 
   /**
@@ -532,7 +559,9 @@ export class TransactionCoordinatorClient {
     if (this.hasError) return this.errorStateException('send')
     // COMMITTING: a record send() accepted before commitTransaction() may reach the accumulator late
     // (it waited for metadata); it still belongs to the transaction, and EndTxn waits for it.
-    if (this.state !== 'IN_TRANSACTION' && this.state !== 'COMMITTING_TRANSACTION') return new IllegalStateException(`cannot add partition ${tp.topic}-${tp.partition} to the transaction in state ${this.state}`)
+    if (this.state !== 'IN_TRANSACTION' && this.state !== 'COMMITTING_TRANSACTION') {
+      return new IllegalStateException(`cannot add partition ${tp.topic}-${tp.partition} to the transaction in state ${this.state}`)
+    }
     if (this.partitionsInTransaction.has(tp.key) || this.newPartitions.has(tp.key) || this.pendingPartitions.has(tp.key)) return null
     if (this.tv2) {
       // Produce v12 adds the partition on the broker side.
@@ -612,7 +641,9 @@ export class TransactionCoordinatorClient {
   private unsentRecordError(): Error {
     const cause = this.lastError
     const why = `${cause?.name}: ${cause?.message}`
-    if (this.state !== 'FATAL_ERROR') return new TransactionAbortableException(`the record was not sent: the transaction hit an error (${why}); call abortTransaction() and start a new one`, { cause })
+    if (this.state !== 'FATAL_ERROR') {
+      return new TransactionAbortableException(`the record was not sent: the transaction hit an error (${why}); call abortTransaction() and start a new one`, { cause })
+    }
     if (cause instanceof ProducerFencedException) return fenced(this)
     return new FatalTransactionException(`the record was not sent: the producer hit a fatal error (${why}); close it and create a new one`, { cause })
   }
@@ -685,7 +716,8 @@ export class TransactionCoordinatorClient {
     if (this.state === 'FATAL_ERROR') {
       return new FatalTransactionException(`cannot execute ${what}: the producer hit a fatal error (${cause?.name}: ${cause?.message}); close it and create a new one`, { cause })
     }
-    return new TransactionAbortableException(`cannot execute ${what}: the transaction hit an error (${cause?.name}: ${cause?.message}); call abortTransaction() and start a new one`, { cause })
+    return new TransactionAbortableException(`cannot execute ${what}: the transaction hit an error (${cause?.name}: ${cause?.message}); ` +
+      'call abortTransaction() and start a new one', { cause })
   }
 
   private throwIfPendingState(operation: string): void {
@@ -719,7 +751,8 @@ export class TransactionCoordinatorClient {
       ])
       this.clock.clearTimeout(timer)
       if (timedOut) {
-        throw new TimeoutException(`${cached ? this.pendingTransition?.operation ?? result.operation : result.operation} did not complete within max.block.ms (${this.maxBlockMs} ms); call it again to resume waiting for the same operation`)
+        const operation = cached ? this.pendingTransition?.operation ?? result.operation : result.operation
+        throw new TimeoutException(`${operation} did not complete within max.block.ms (${this.maxBlockMs} ms); call it again to resume waiting for the same operation`)
       }
     }
     result.acked = true
@@ -840,7 +873,10 @@ export class TransactionCoordinatorClient {
     } catch (e) {
       if (this.closed) return
       const err = e as Error
-      if (err instanceof NetworkException || err instanceof TimeoutException || err instanceof ClosedError || (err instanceof KafkaEdgeError && err.retriable) || !(err instanceof KafkaEdgeError)) {
+      if (
+        err instanceof NetworkException || err instanceof TimeoutException || err instanceof ClosedError ||
+        (err instanceof KafkaEdgeError && err.retriable) || !(err instanceof KafkaEdgeError)
+      ) {
         // Disconnected: find the coordinator again and retry.
         if (type !== null) this.lookupCoordinator(type, h.coordinatorKey())
         h.reenqueue()

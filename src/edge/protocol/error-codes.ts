@@ -152,7 +152,8 @@ export interface ErrorInfo {
   readonly retriable: boolean
 }
 
-const BY_CODE = new Map<number, ErrorInfo>(TABLE.map(([code, name, exception, category]) => [code, { code, name, exception, category, retriable: category === 'retriable' || category === 'metadata' }]))
+const BY_CODE = new Map<number, ErrorInfo>(TABLE.map(([code, name, exception, category]) =>
+  [code, { code, name, exception, category, retriable: category === 'retriable' || category === 'metadata' }]))
 const BY_NAME = new Map<string, ErrorInfo>([...BY_CODE.values()].map((e) => [e.name, e]))
 
 export function errorInfo(code: number): ErrorInfo {

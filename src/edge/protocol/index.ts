@@ -17,7 +17,9 @@ export type { ApiSchema, Message } from './schema.js'
 export { errorInfo, errorCode, apiError, allErrors, exceptionClass, type ErrorInfo, type ErrorCategory } from './error-codes.js'
 export { AddOffsetsToTxn, AddPartitionsToTxn, ApiVersions, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce, SaslAuthenticate, SaslHandshake, TxnOffsetCommit }
 
-export const APIS: readonly ApiSchema[] = [Produce, Metadata, FindCoordinator, SaslHandshake, ApiVersions, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, SaslAuthenticate]
+export const APIS: readonly ApiSchema[] = [
+  Produce, Metadata, FindCoordinator, SaslHandshake, ApiVersions, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, SaslAuthenticate,
+]
 const BY_KEY = new Map(APIS.map((a) => [a.key, a]))
 export const apiByKey = (key: number): ApiSchema | undefined => BY_KEY.get(key)
 
@@ -114,6 +116,6 @@ export function decodeRequest(frameWithSize: Uint8Array): { header: RequestHeade
   const h = decodeRequestHeader(frame)
   const api = BY_KEY.get(h.apiKey)
   const body = api ? decodeRequestBody(api, h.apiVersion, frame, h.bodyOffset) : undefined
-  const { bodyOffset: _, ...header } = h
+  const header: RequestHeader = { apiKey: h.apiKey, apiVersion: h.apiVersion, correlationId: h.correlationId, clientId: h.clientId }
   return { header, api, body }
 }

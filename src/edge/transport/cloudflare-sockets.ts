@@ -41,7 +41,8 @@ function importConnect(): Promise<CloudflareConnect> {
       return m.connect
     }, (e: unknown) => {
       imported = null
-      throw new KafkaEdgeError(`cloudflareSockets() needs the cloudflare:sockets module (Cloudflare Workers / workerd); here it failed to load: ${(e as Error)?.message ?? e}. Outside workerd use tcp() or websocket()`, { cause: e })
+      throw new KafkaEdgeError('cloudflareSockets() needs the cloudflare:sockets module (Cloudflare Workers / workerd); ' +
+        `here it failed to load: ${(e as Error)?.message ?? e}. Outside workerd use tcp() or websocket()`, { cause: e })
     })
   }
   return imported
@@ -90,7 +91,11 @@ async function openSocket(connect: CloudflareConnect, address: BrokerAddress, ha
     // workerd reports a failed TLS handshake and an unreachable host with the same words, so the
     // error names both; with TLS on, it is not retried (a bad certificate does not heal).
     if (tls && /proxy request failed|cannot connect to the specified address|TLS|certificate/i.test(message)) {
-      throw new SslAuthenticationException(target.host, 'TLS connection failed', `TLS to ${where} failed: ${message}. Likely causes: the broker certificate is not trusted by workerd (a private CA: under wrangler dev set NODE_EXTRA_CA_CERTS to its PEM file; deployed Workers trust public CAs only), or the host is unreachable from here`, { cause: e })
+      throw new SslAuthenticationException(target.host, 'TLS connection failed',
+        `TLS to ${where} failed: ${message}. Likely causes: the broker certificate is not trusted by workerd ` +
+        '(a private CA: under wrangler dev set NODE_EXTRA_CA_CERTS to its PEM file; deployed Workers trust public CAs only), ' +
+        'or the host is unreachable from here',
+        { cause: e })
     }
     throw new NetworkException(`cannot connect to ${where}: ${message}`, { cause: e })
   } finally {

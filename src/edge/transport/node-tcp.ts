@@ -55,7 +55,8 @@ export function dial(address: { host: string; port: number }, target: { host: st
     const timer = setTimeout(() => settle(new NetworkException(`connect to ${where} timed out after ${timeoutMs} ms${tls ? ' (TCP or TLS handshake)' : ''}`)), timeoutMs)
     const onError = (err: NodeJS.ErrnoException) => settle(classifySocketError(err, address, tls !== undefined, true))
     const onClose = () => settle(tls
-      ? new SslAuthenticationException(address.host, 'peer closed during handshake', `${where} closed the connection during the TLS handshake: it is probably a plaintext listener (use its TLS port, or security.protocol PLAINTEXT / SASL_PLAINTEXT)`)
+      ? new SslAuthenticationException(address.host, 'peer closed during handshake', `${where} closed the connection during the TLS handshake: ` +
+        'it is probably a plaintext listener (use its TLS port, or security.protocol PLAINTEXT / SASL_PLAINTEXT)')
       : new NetworkException(`connection to ${where} closed while connecting`))
     socket.once('error', onError)
     socket.once('close', onClose)
@@ -63,15 +64,22 @@ export function dial(address: { host: string; port: number }, target: { host: st
   })
 }
 
-const UNKNOWN_CA = new Set(['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_SIGNATURE_FAILURE', 'CERT_UNTRUSTED'])
+const UNKNOWN_CA = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_SIGNATURE_FAILURE', 'CERT_UNTRUSTED',
+])
 
 /** Turns a socket error into the typed error the producer acts on: certificate problems are not retried. */
 export function classifySocketError(err: NodeJS.ErrnoException, address: { host: string; port: number }, tls: boolean, connecting: boolean): Error {
   const where = `${address.host}:${address.port}`
   const code = err.code ?? ''
-  const ssl = (reason: string, advice: string) => new SslAuthenticationException(address.host, reason, `TLS to ${where} failed: ${reason} (${code || err.message}). ${advice}`, { cause: err })
+  const ssl = (reason: string, advice: string) =>
+    new SslAuthenticationException(address.host, reason, `TLS to ${where} failed: ${reason} (${code || err.message}). ${advice}`, { cause: err })
   if (UNKNOWN_CA.has(code)) return ssl('unknown CA', 'The broker certificate is not signed by a CA this client trusts: set ssl.ca.pem to the CA that signed it')
-  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return ssl('hostname mismatch', `The certificate does not name ${address.host}: connect with a name the certificate lists, or (tests only) set ssl.endpoint.identification.algorithm to ''`)
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return ssl('hostname mismatch', `The certificate does not name ${address.host}: connect with a name the certificate lists, ` +
+      "or (tests only) set ssl.endpoint.identification.algorithm to ''")
+  }
   if (code === 'CERT_HAS_EXPIRED') return ssl('expired certificate', 'The broker certificate has expired: the broker operator must renew it')
   if (code === 'CERT_NOT_YET_VALID') return ssl('certificate not yet valid', 'The broker certificate is not valid yet: check the clocks of this host and the broker')
   // Under TLS 1.3 the server checks the client certificate after our side finished the handshake,

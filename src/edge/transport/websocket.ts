@@ -9,7 +9,10 @@ export interface WebSocketLike {
   readonly protocol: string
   send(data: Uint8Array): void
   close(code?: number, reason?: string): void
-  addEventListener(type: 'open' | 'message' | 'close' | 'error', listener: (event: any) => void): void
+  addEventListener(type: 'open', listener: () => void): void
+  addEventListener(type: 'message', listener: (event: { data: unknown }) => void): void
+  addEventListener(type: 'close', listener: (event: { code: number; reason: string }) => void): void
+  addEventListener(type: 'error', listener: (event: { message?: string; error?: { message?: string } }) => void): void
 }
 export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike
 
@@ -91,7 +94,8 @@ export function closeError(code: number, reason: string, where: string, tokenRef
   const why = reason ? `: ${reason}` : ''
   switch (code) {
     case 4401: return new AuthenticationException(`relay refused the token (${code})${why}`)
-    case 4402: return new AuthenticationException(`relay token expired (${code})${why}${tokenRefreshable ? '' : '; pass a token function to refresh it'}`, { retriable: tokenRefreshable })
+    case 4402: return new AuthenticationException(`relay token expired (${code})${why}${tokenRefreshable ? '' : '; pass a token function to refresh it'}`,
+      { retriable: tokenRefreshable })
     case 4403: return new AuthorizationException(`relay refused the request (${code})${why}`)
     case 4404: return new AuthorizationException(`relay refused the destination broker (${code})${why}: it is not among the brokers the relay may dial`)
     case 4400: return new ProtocolError(`relay says the client sent a malformed frame (${code})${why}`)

@@ -157,7 +157,8 @@ export class Core {
     const id = COMPRESSION_CODEC[codec]
     if (id === undefined) throw new WasmCoreError(`unknown compression type '${String(codec)}'`)
     if (!this.supportsDecompression(codec)) {
-      throw new UnsupportedCompressionError(codec, `decompressing '${codec}' is not built into this kafka-edge WebAssembly core; use a build with its decoder (the default core, or kafka-edge/core-${codec}.wasm)`)
+      throw new UnsupportedCompressionError(codec, `decompressing '${codec}' is not built into this kafka-edge WebAssembly core; ` +
+        `use a build with its decoder (the default core, or kafka-edge/core-${codec}.wasm)`)
     }
     if (!(maxBytes >= 0) || !Number.isSafeInteger(maxBytes)) throw new WasmCoreError(`maxBytes must be a non-negative integer, got ${maxBytes}`)
     const limit = Math.min(maxBytes, 0x7fffffff)
@@ -692,7 +693,9 @@ async function instantiate(source: CoreSource | Promise<Uint8Array>): Promise<Co
   } catch (err) {
     if (err instanceof WasmCoreError) throw err
     // workerd (and pages with a strict CSP) refuse to compile bytes at runtime: say what to do instead.
-    const hint = source instanceof WebAssembly.Module ? '' : '; where compiling from bytes is not allowed (Cloudflare Workers, strict CSP), pass the WebAssembly.Module imported from kafka-edge/core.wasm'
+    const hint = source instanceof WebAssembly.Module
+      ? ''
+      : '; where compiling from bytes is not allowed (Cloudflare Workers, strict CSP), pass the WebAssembly.Module imported from kafka-edge/core.wasm'
     throw new WasmCoreError(`could not load the kafka-edge WebAssembly core: ${(err as Error)?.message ?? err}${hint}`, { cause: err })
   }
 }

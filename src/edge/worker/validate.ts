@@ -71,7 +71,9 @@ export function parseTelemetry(body: string, limits: TelemetryLimits = DEFAULT_L
 
 function validateEvent(e: unknown, where: string, limits: TelemetryLimits, now: number, newId: () => string): TelemetryRecord {
   const bad = (msg: string) => new TelemetryInputError(400, `${where}: ${msg}`)
-  if (e === null || typeof e !== 'object' || Array.isArray(e)) throw bad(`must be an object like {"type": "page_view", "data": {...}}, got ${e === null ? 'null' : Array.isArray(e) ? 'an array' : typeof e}`)
+  if (e === null || typeof e !== 'object' || Array.isArray(e)) {
+    throw bad(`must be an object like {"type": "page_view", "data": {...}}, got ${e === null ? 'null' : Array.isArray(e) ? 'an array' : typeof e}`)
+  }
   const ev = e as Record<string, unknown>
   for (const k of Object.keys(ev)) if (!FIELDS.has(k)) throw bad(`unknown field ${JSON.stringify(k)}; allowed: ${[...FIELDS].join(', ')} (put custom fields under "data")`)
   if (typeof ev.type !== 'string' || !TYPE.test(ev.type)) throw bad(`"type" is required: 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(ev.type)}`)
@@ -87,7 +89,9 @@ function validateEvent(e: unknown, where: string, limits: TelemetryLimits, now: 
   let timestamp = now
   if (ev.timestamp !== undefined) {
     const t = typeof ev.timestamp === 'number' ? ev.timestamp : typeof ev.timestamp === 'string' ? Date.parse(ev.timestamp) : NaN
-    if (!Number.isInteger(t) || t < MIN_TS || t > MAX_TS) throw bad(`"timestamp" must be integer ms since the epoch or an ISO-8601 string between 2000 and 9999, got ${JSON.stringify(ev.timestamp)}`)
+    if (!Number.isInteger(t) || t < MIN_TS || t > MAX_TS) {
+      throw bad(`"timestamp" must be integer ms since the epoch or an ISO-8601 string between 2000 and 9999, got ${JSON.stringify(ev.timestamp)}`)
+    }
     timestamp = t
   }
   const value = JSON.stringify({ id, type: ev.type, timestamp, ...(key !== null ? { key } : {}), ...(ev.data !== undefined ? { data: ev.data } : {}) })
