@@ -45,7 +45,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     if (e instanceof BridgeConfigError) { process.stderr.write(`kafka-edge: ${e.message}\n`); return 2 }
     throw e
   }
-  process.stderr.write(`kafka-edge: unknown command ${command}\n${USAGE}\n`)
+  process.stderr.write(`${USAGE}\n`)
   return 2
 }
 
