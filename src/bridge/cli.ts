@@ -34,7 +34,7 @@ const HELP = new Set(['--help', '-h', 'help'])
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const [command, ...rest] = argv
   // Checked before the flags are parsed: the parser reads `--help` as a flag that lacks its value.
-  if (command === undefined || HELP.has(command) || rest.some((a) => HELP.has(a))) {
+  if (command === undefined || HELP.has(command) || rest.some((a) => a === '--help' || a === '-h')) {
     process.stdout.write(`${USAGE}\n`)
     return 0
   }
