@@ -9,6 +9,7 @@ const USAGE = `usage:
                     [--origins https://a.example,...] [--audience AUD] [--log-level info]
       secrets come from the environment: KAFKA_EDGE_BRIDGE_SECRET (token HMAC key, >= 32 chars),
       KAFKA_EDGE_BRIDGE_SASL_PASSWORD (broker password), or from the config file (auth.secretEnv, sasl.passwordEnv)
+      TLS to the brokers ("tls"), OAUTHBEARER and AWS_MSK_IAM are set in the config file (src/bridge/README.md)
   kafka-edge token --sub NAME [--topics a,b*] [--transactional-ids x*] [--groups g] [--ttl SECONDS] [--audience AUD]
       prints an HS256 token signed with KAFKA_EDGE_BRIDGE_SECRET`
 

@@ -1,8 +1,36 @@
+import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
+import { createSecureContext } from 'node:tls'
+import { oauthBearer } from '../edge/auth/sasl.js'
+import { jwtExpiry } from './credentials.js'
 
 export interface HostPort { host: string; port: number }
 
-export type SaslMechanism = 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'
+export type SaslMechanism = 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512' | 'OAUTHBEARER' | 'AWS_MSK_IAM'
+
+/** Where the relay gets its OAUTHBEARER token; file and env are read again for every broker connection. */
+export type OAuthTokenSource =
+  | { kind: 'file'; path: string }
+  | { kind: 'env'; name: string; env: NodeJS.ProcessEnv }
+  | { kind: 'clientCredentials'; tokenEndpointUrl: string; clientId: string; clientSecret: string; scope: string | null }
+
+export type SaslConfig =
+  | { mechanism: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'; username: string; password: string }
+  | { mechanism: 'OAUTHBEARER'; token: OAuthTokenSource; extensions: Record<string, string> }
+  /** Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN in `env`, read per connection. */
+  | { mechanism: 'AWS_MSK_IAM'; region: string; env: NodeJS.ProcessEnv }
+
+/** TLS to the brokers (the relay's own listener is plain HTTP: terminate TLS for clients in front of it). */
+export interface UpstreamTlsConfig {
+  /** PEM text, read from the *File paths at start-up. Unset ca: Node's default trust store. */
+  ca?: string
+  cert?: string
+  key?: string
+  /** Name sent as SNI (and, with verifyHostname, checked against the certificate) instead of the broker host. */
+  servername?: string
+  verifyHostname: boolean
+}
 
 export interface BridgeConfig {
   listen: HostPort
@@ -12,7 +40,9 @@ export interface BridgeConfig {
   brokers: HostPort[]
   /** Extra endpoints a client may name (besides bootstrap servers and learned broker endpoints). */
   allowBrokers: HostPort[]
-  sasl: { mechanism: SaslMechanism; username: string; password: string } | null
+  sasl: SaslConfig | null
+  /** null: plaintext to the brokers (PLAINTEXT / SASL_PLAINTEXT listeners). */
+  tls: UpstreamTlsConfig | null
   auth: {
     /** HS256 secrets (first signs nothing: the relay only verifies; several allow rotation). */
     secrets: string[]
@@ -124,15 +154,17 @@ const num = (v: unknown, dflt: number, what: string): number => {
 }
 
 /** Secrets may come from the environment so the config file can be committed. */
-function secret(o: Json, key: string, env: NodeJS.ProcessEnv): string | undefined {
+function secret(o: Json, key: string, env: NodeJS.ProcessEnv, prefix = ''): string | undefined {
   const direct = o[key]
   const fromEnv = o[`${key}Env`]
-  if (typeof fromEnv === 'string') {
+  if (fromEnv !== undefined && direct !== undefined) throw new BridgeConfigError(`set ${prefix}${key} or ${prefix}${key}Env, not both`)
+  if (fromEnv !== undefined) {
+    if (typeof fromEnv !== 'string' || fromEnv === '') throw new BridgeConfigError(`${prefix}${key}Env must name an environment variable`)
     const v = env[fromEnv]
-    if (v === undefined) throw new BridgeConfigError(`environment variable ${fromEnv} (${key}Env) is not set`)
+    if (v === undefined) throw new BridgeConfigError(`environment variable ${fromEnv} (${prefix}${key}Env) is not set`)
     return v
   }
-  if (direct !== undefined && typeof direct !== 'string') throw new BridgeConfigError(`${key} must be a string`)
+  if (direct !== undefined && typeof direct !== 'string') throw new BridgeConfigError(`${prefix}${key} must be a string`)
   return direct as string | undefined
 }
 
@@ -146,22 +178,12 @@ export function resolveConfig(input: Json, env: NodeJS.ProcessEnv = process.env)
   if (brokers.length === 0) throw new BridgeConfigError('brokers (bootstrap servers) must list at least one host:port')
   const allowBrokers = list(input.allowBrokers, 'allowBrokers').map((b) => parseHostPort(b, 'allowBrokers'))
 
-  let sasl: BridgeConfig['sasl'] = null
-  if (input.sasl !== undefined) {
-    const s = obj(input.sasl, 'sasl')
-    const mechanism = String(s.mechanism ?? 'SCRAM-SHA-512').toUpperCase()
-    if (mechanism !== 'PLAIN' && mechanism !== 'SCRAM-SHA-256' && mechanism !== 'SCRAM-SHA-512') {
-      throw new BridgeConfigError(`sasl.mechanism must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got ${mechanism}`)
-    }
-    const username = secret(s, 'username', env)
-    const password = secret(s, 'password', env)
-    if (!username || password === undefined) throw new BridgeConfigError('sasl needs username and password (or usernameEnv / passwordEnv)')
-    sasl = { mechanism, username, password }
-  }
+  const tls = input.tls === undefined || input.tls === false ? null : parseTls(input.tls === true ? {} : obj(input.tls, 'tls'))
+  const sasl = input.sasl === undefined ? null : parseSasl(obj(input.sasl, 'sasl'), tls, env)
 
   const a = obj(input.auth, 'auth')
   const secrets = list(a.secrets, 'auth.secrets')
-  const one = secret(a, 'secret', env)
+  const one = secret(a, 'secret', env, 'auth.')
   if (one !== undefined) secrets.unshift(one)
   if (typeof a.secretsEnv === 'string') secrets.push(...list(env[a.secretsEnv] ?? '', 'auth.secretsEnv'))
   if (secrets.length === 0) throw new BridgeConfigError('auth.secret (or auth.secretEnv) is required: the relay never runs without token checks')
@@ -187,7 +209,7 @@ export function resolveConfig(input: Json, env: NodeJS.ProcessEnv = process.env)
   const path = String(input.path ?? DEFAULTS.path)
   if (!path.startsWith('/')) throw new BridgeConfigError('path must start with /')
   return {
-    listen, path, brokers, allowBrokers, sasl,
+    listen, path, brokers, allowBrokers, sasl, tls,
     auth: {
       secrets, audience: String(a.audience ?? DEFAULTS.auth.audience),
       issuer: a.issuer === undefined ? undefined : String(a.issuer),
@@ -199,6 +221,156 @@ export function resolveConfig(input: Json, env: NodeJS.ProcessEnv = process.env)
     limits, faults,
     log: { level: level as BridgeConfig['log']['level'] },
   }
+}
+
+const TLS_KEYS = ['ca', 'caFile', 'cert', 'certFile', 'key', 'keyFile', 'servername', 'verifyHostname']
+
+/**
+ * One PEM setting given as text (`ca`) or as a file path (`caFile`). Files are read once here: a
+ * missing file must stop the relay at start-up, not fail every client later.
+ */
+function pemSetting(t: Json, key: 'ca' | 'cert' | 'key'): string | undefined {
+  const fileKey = `${key}File`
+  const text = t[key]
+  const file = t[fileKey]
+  if (text !== undefined && file !== undefined) throw new BridgeConfigError(`set tls.${key} (PEM text) or tls.${fileKey} (a path), not both`)
+  if (file !== undefined) {
+    if (typeof file !== 'string' || file === '') throw new BridgeConfigError(`tls.${fileKey} must be a file path`)
+    let pem: string
+    try { pem = readFileSync(file, 'utf8') } catch (e) { throw new BridgeConfigError(`cannot read tls.${fileKey} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`) }
+    if (!pem.includes('-----BEGIN ')) throw new BridgeConfigError(`tls.${fileKey} ${file} is not PEM (no -----BEGIN line)`)
+    return pem
+  }
+  if (text === undefined) return undefined
+  if (typeof text !== 'string') throw new BridgeConfigError(`tls.${key} must be PEM text`)
+  if (!text.includes('-----BEGIN ')) throw new BridgeConfigError(`tls.${key} must be PEM text (-----BEGIN ...); to give a path, use tls.${fileKey}`)
+  return text
+}
+
+function parseTls(t: Json): UpstreamTlsConfig {
+  for (const k of Object.keys(t)) if (!TLS_KEYS.includes(k)) throw new BridgeConfigError(`unknown setting tls.${k} (known: ${TLS_KEYS.join(', ')})`)
+  const ca = pemSetting(t, 'ca')
+  const cert = pemSetting(t, 'cert')
+  const key = pemSetting(t, 'key')
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new BridgeConfigError('tls.cert(File) and tls.key(File) go together (mutual TLS): set both or neither')
+  }
+  if (ca !== undefined) {
+    try { new X509Certificate(ca) } catch (e) { throw new BridgeConfigError(`tls.ca${t.caFile !== undefined ? 'File' : ''} does not hold a readable certificate: ${(e as Error).message}`) }
+  }
+  if (cert !== undefined && key !== undefined) {
+    let x509: X509Certificate
+    try { x509 = new X509Certificate(cert) } catch (e) { throw new BridgeConfigError(`tls.cert${t.certFile !== undefined ? 'File' : ''} does not hold a readable certificate: ${(e as Error).message}`) }
+    let privateKey: ReturnType<typeof createPrivateKey>
+    // An encrypted key would need a passphrase the relay has no setting for.
+    try { privateKey = createPrivateKey(key) } catch (e) { throw new BridgeConfigError(`tls.key${t.keyFile !== undefined ? 'File' : ''} is not an unencrypted PEM private key: ${(e as Error).message}`) }
+    if (!x509.checkPrivateKey(privateKey)) throw new BridgeConfigError('tls.key(File) is not the private key of tls.cert(File)')
+  }
+  try { createSecureContext({ ca, cert, key }) } catch (e) { throw new BridgeConfigError(`tls settings are not usable: ${(e as Error).message}`) }
+  const servername = t.servername
+  if (servername !== undefined && (typeof servername !== 'string' || !/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(servername) || isIP(servername) !== 0)) {
+    throw new BridgeConfigError(`tls.servername must be a DNS name (SNI carries no IP addresses), got ${JSON.stringify(servername)}`)
+  }
+  const verifyHostname = t.verifyHostname ?? true
+  if (typeof verifyHostname !== 'boolean') throw new BridgeConfigError('tls.verifyHostname must be true or false')
+  return { ...(ca !== undefined && { ca }), ...(cert !== undefined && { cert, key }), ...(servername !== undefined && { servername: servername.toLowerCase() }), verifyHostname }
+}
+
+const MECHANISMS: SaslMechanism[] = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER', 'AWS_MSK_IAM']
+const SASL_KEYS: Record<SaslMechanism, string[]> = {
+  PLAIN: ['username', 'usernameEnv', 'password', 'passwordEnv'],
+  'SCRAM-SHA-256': ['username', 'usernameEnv', 'password', 'passwordEnv'],
+  'SCRAM-SHA-512': ['username', 'usernameEnv', 'password', 'passwordEnv'],
+  OAUTHBEARER: ['tokenFile', 'tokenEnv', 'tokenEndpointUrl', 'clientId', 'clientIdEnv', 'clientSecret', 'clientSecretEnv', 'scope', 'extensions'],
+  AWS_MSK_IAM: ['region'],
+}
+const AWS_REGION = /^[a-z]{2}(-[a-z]+)+-\d+$/
+
+function parseSasl(s: Json, tls: UpstreamTlsConfig | null, env: NodeJS.ProcessEnv): SaslConfig {
+  const given = s.mechanism === undefined ? 'SCRAM-SHA-512' : String(s.mechanism).toUpperCase()
+  if (!MECHANISMS.includes(given as SaslMechanism)) throw new BridgeConfigError(`sasl.mechanism must be one of ${MECHANISMS.join(', ')}, got ${given}`)
+  const mechanism = given as SaslMechanism
+  const allowed = SASL_KEYS[mechanism]
+  const misplaced: string[] = []
+  for (const k of Object.keys(s)) {
+    if (k === 'mechanism' || allowed.includes(k)) continue
+    if (!Object.values(SASL_KEYS).some((keys) => keys.includes(k))) throw new BridgeConfigError(`unknown setting sasl.${k}`)
+    misplaced.push(`sasl.${k}`)
+  }
+  if (misplaced.length > 0) {
+    const dflt = s.mechanism === undefined ? ' (the default; set sasl.mechanism to the one you mean)' : ''
+    throw new BridgeConfigError(`${misplaced.join(', ')} ${misplaced.length > 1 ? 'do' : 'does'} not apply to sasl.mechanism ${mechanism}${dflt}; remove ${misplaced.length > 1 ? 'them' : 'it'}`)
+  }
+
+  if (mechanism === 'PLAIN' || mechanism === 'SCRAM-SHA-256' || mechanism === 'SCRAM-SHA-512') {
+    const username = secret(s, 'username', env, 'sasl.')
+    const password = secret(s, 'password', env, 'sasl.')
+    if (!username || password === undefined) throw new BridgeConfigError(`sasl.mechanism ${mechanism} needs sasl.username and sasl.password (or sasl.usernameEnv / sasl.passwordEnv)`)
+    return { mechanism, username, password }
+  }
+
+  if (mechanism === 'AWS_MSK_IAM') {
+    if (typeof s.region !== 'string' || !AWS_REGION.test(s.region)) {
+      throw new BridgeConfigError(`sasl.mechanism AWS_MSK_IAM needs sasl.region, the cluster's AWS region such as "us-east-1"${s.region === undefined ? '' : `, got ${JSON.stringify(s.region)}`}`)
+    }
+    if (!tls) throw new BridgeConfigError('sasl.mechanism AWS_MSK_IAM needs a tls section: MSK\'s IAM listeners (port 9098) accept TLS only. Add "tls": {} (MSK certificates chain to the default trust store)')
+    const missing = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'].filter((k) => !env[k])
+    if (missing.length > 0) {
+      throw new BridgeConfigError(`sasl.mechanism AWS_MSK_IAM signs with the credentials in AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and (for temporary credentials) AWS_SESSION_TOKEN; ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set in the relay's environment`)
+    }
+    return { mechanism, region: s.region, env }
+  }
+
+  // OAUTHBEARER
+  const sources = (['tokenFile', 'tokenEnv', 'tokenEndpointUrl'] as const).filter((k) => s[k] !== undefined)
+  if (sources.length !== 1) {
+    throw new BridgeConfigError(`sasl.mechanism OAUTHBEARER needs exactly one token source: sasl.tokenFile (a file the relay re-reads), sasl.tokenEnv (an environment variable) or sasl.tokenEndpointUrl (OAuth client credentials)${sources.length > 1 ? `; got ${sources.map((k) => `sasl.${k}`).join(' and ')}` : ''}`)
+  }
+  const clientKeys = ['clientId', 'clientIdEnv', 'clientSecret', 'clientSecretEnv', 'scope'].filter((k) => s[k] !== undefined)
+  if (sources[0] !== 'tokenEndpointUrl' && clientKeys.length > 0) {
+    throw new BridgeConfigError(`${clientKeys.map((k) => `sasl.${k}`).join(', ')} only ${clientKeys.length > 1 ? 'apply' : 'applies'} with sasl.tokenEndpointUrl; remove ${clientKeys.length > 1 ? 'them' : 'it'}, or fetch tokens from an endpoint instead of sasl.${sources[0]}`)
+  }
+  let token: OAuthTokenSource
+  if (sources[0] === 'tokenFile') {
+    if (typeof s.tokenFile !== 'string' || s.tokenFile === '') throw new BridgeConfigError('sasl.tokenFile must be a file path')
+    let text: string
+    try { text = readFileSync(s.tokenFile, 'utf8').trim() } catch (e) { throw new BridgeConfigError(`cannot read sasl.tokenFile ${s.tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`) }
+    checkStartupToken(text, `sasl.tokenFile ${s.tokenFile}`)
+    token = { kind: 'file', path: s.tokenFile }
+  } else if (sources[0] === 'tokenEnv') {
+    if (typeof s.tokenEnv !== 'string' || s.tokenEnv === '') throw new BridgeConfigError('sasl.tokenEnv must name an environment variable')
+    const v = env[s.tokenEnv]
+    if (v === undefined) throw new BridgeConfigError(`environment variable ${s.tokenEnv} (sasl.tokenEnv) is not set`)
+    checkStartupToken(v.trim(), `environment variable ${s.tokenEnv}`)
+    token = { kind: 'env', name: s.tokenEnv, env }
+  } else {
+    const raw = s.tokenEndpointUrl
+    let url: URL
+    try { url = new URL(String(raw)) } catch { throw new BridgeConfigError(`sasl.tokenEndpointUrl must be a URL, got ${JSON.stringify(raw)}`) }
+    const loopback = url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]'
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+      throw new BridgeConfigError('sasl.tokenEndpointUrl must be https:// (the client secret travels in the request; http:// is accepted for localhost only)')
+    }
+    const clientId = secret(s, 'clientId', env, 'sasl.')
+    const clientSecret = secret(s, 'clientSecret', env, 'sasl.')
+    if (!clientId || !clientSecret) throw new BridgeConfigError('sasl.tokenEndpointUrl needs sasl.clientId and sasl.clientSecret (or sasl.clientIdEnv / sasl.clientSecretEnv)')
+    if (s.scope !== undefined && typeof s.scope !== 'string') throw new BridgeConfigError('sasl.scope must be a string (space-separated scopes)')
+    token = { kind: 'clientCredentials', tokenEndpointUrl: url.href, clientId, clientSecret, scope: (s.scope as string | undefined) ?? null }
+  }
+  const extensions = obj(s.extensions, 'sasl.extensions')
+  for (const [k, v] of Object.entries(extensions)) if (typeof v !== 'string') throw new BridgeConfigError(`sasl.extensions.${k} must be a string`)
+  // The mechanism checks extension names and values (RFC 7628); building one here moves that to start-up.
+  try { oauthBearer({ tokenProvider: () => ({ token: '', lifetimeMs: 0 }), extensions: extensions as Record<string, string> }) } catch (e) {
+    throw new BridgeConfigError(`sasl.extensions: ${(e as Error).message}`)
+  }
+  return { mechanism, token, extensions: extensions as Record<string, string> }
+}
+
+/** A token the relay could never use fails start-up, where the operator is looking. */
+function checkStartupToken(token: string, where: string): void {
+  if (token === '') throw new BridgeConfigError(`${where} is empty: it must hold the bearer token`)
+  const exp = jwtExpiry(token)
+  if (exp !== null && exp <= Date.now()) throw new BridgeConfigError(`the token in ${where} expired at ${new Date(exp).toISOString()}: whatever writes it has stopped refreshing it`)
 }
 
 export function loadConfigFile(file: string): Json {

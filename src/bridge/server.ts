@@ -4,7 +4,8 @@ import type { Duplex } from 'node:stream'
 import { Hono } from 'hono'
 import { WebSocketServer, type WebSocket } from 'ws'
 import { API_NAMES, FindCoordinator, Metadata, Produce, apiByKey, decodeResponse } from '../edge/protocol/index.js'
-import type { FrameDecoder } from '../edge/transport/frame-decoder.js'
+import type { FrameDecoder } from '../edge/protocol/frame-decoder.js'
+import { SslAuthenticationException } from '../edge/errors.js'
 import { CloseCode } from './codes.js'
 import { hostPortKey, type BridgeConfig, type HostPort } from './config.js'
 import { Destinations } from './destinations.js'
@@ -52,6 +53,21 @@ const REASON_LIMIT = 123
 const clipReason = (s: string): string => {
   const b = Buffer.from(s, 'utf8')
   return b.length <= REASON_LIMIT ? s : b.subarray(0, REASON_LIMIT - 3).toString('utf8').replace(/\uFFFD$/, '') + '...'
+}
+
+/**
+ * What the client is told when its broker connection could not be set up. The reason says which
+ * side to look at but carries no credential and no relay config detail; the relay's log has those.
+ */
+function upstreamCloseReason(e: unknown): string {
+  if (!(e instanceof UpstreamError)) return 'broker unreachable'
+  switch (e.kind) {
+    case 'tls': return `TLS to the broker failed: ${e.cause instanceof SslAuthenticationException ? e.cause.reason : 'handshake failed'}`
+    case 'sasl': return 'relay could not authenticate to the broker'
+    case 'timeout': return 'broker connection timed out'
+    case 'protocol': return 'broker sent something the relay cannot read during setup'
+    default: return 'broker unreachable'
+  }
 }
 
 export async function startBridge(cfg: BridgeConfig, opts: BridgeOptions = {}): Promise<Bridge> {
@@ -128,7 +144,10 @@ class Relay implements Bridge {
         this.sweepTimer = setInterval(() => this.sweep(), every)
         this.sweepTimer.unref()
         if (this.faults) this.log.warn('fault_injection_enabled', { faults: this.cfg.faults })
-        this.log.info('listening', { url: this.url, brokers: this.cfg.brokers.map(hostPortKey), sasl: this.cfg.sasl?.mechanism ?? null })
+        this.log.info('listening', { url: this.url, brokers: this.cfg.brokers.map(hostPortKey), tls: this.cfg.tls !== null, sasl: this.cfg.sasl?.mechanism ?? null })
+        if (!this.cfg.tls && (this.cfg.sasl?.mechanism === 'PLAIN' || this.cfg.sasl?.mechanism === 'OAUTHBEARER')) {
+          this.log.warn('sasl_without_tls', { mechanism: this.cfg.sasl.mechanism, advice: 'the credential crosses the network in the clear: add a tls section and use the brokers\' SASL_SSL port' })
+        }
         resolve()
       })
     })
@@ -358,7 +377,7 @@ class RelayConnection {
       const kind = e instanceof UpstreamError ? e.kind : 'connect'
       relay.metrics.inc(M.upstreamErrors, { kind })
       relay.log.warn('upstream_failed', { broker: this.target, principal: this.principal, kind, error: (e as Error).message })
-      return this.close(CloseCode.UPSTREAM_UNAVAILABLE, kind === 'sasl' ? 'relay could not authenticate to the broker' : 'broker unreachable', null)
+      return this.close(CloseCode.UPSTREAM_UNAVAILABLE, upstreamCloseReason(e), null)
     }
     clearTimeout(setupTimer)
     if (this.closed) { up.socket.destroy(); return }

@@ -1,12 +1,25 @@
-import { createHash, createHmac, pbkdf2, randomBytes, timingSafeEqual } from 'node:crypto'
-import { connect, type Socket } from 'node:net'
-import { decodeResponse, encodeRequest, Metadata, SaslAuthenticate, SaslHandshake, type ApiSchema, type Message } from '../edge/protocol/index.js'
-import { FrameDecoder } from '../edge/transport/frame-decoder.js'
-import type { BridgeConfig, HostPort } from './config.js'
+import type { Socket } from 'node:net'
+import { authenticate } from '../edge/auth/sasl.js'
+import { IllegalSaslStateException, ProtocolError, SaslAuthenticationException, SslAuthenticationException, UnsupportedSaslMechanismException } from '../edge/errors.js'
+import { ApiVersions, decodeResponse, encodeRequest, Metadata, SaslAuthenticate, SaslHandshake, type ApiSchema, type Message } from '../edge/protocol/index.js'
+import { FrameDecoder, looksLikeTlsRecord, plaintextToTlsError } from '../edge/protocol/frame-decoder.js'
+import { classifySocketError, dial } from '../edge/transport/node-tcp.js'
+import type { TlsSettings } from '../edge/transport/transport.js'
+import { hostPortKey, type BridgeConfig, type HostPort } from './config.js'
+import { CredentialError, saslMechanism } from './credentials.js'
 
-/** Why an upstream connection failed: `connect` (TCP), `sasl` (credentials/mechanism), `protocol`. */
+export type UpstreamErrorKind = 'connect' | 'timeout' | 'tls' | 'sasl' | 'protocol'
+
+/**
+ * Why an upstream connection failed: `connect` (TCP), `timeout`, `tls` (certificate or handshake),
+ * `sasl` (credentials/mechanism), `protocol`. `cause` keeps the typed error (SslAuthenticationException,
+ * SaslAuthenticationException, ...) the shared transport and SASL module raised.
+ */
 export class UpstreamError extends Error {
-  constructor(readonly kind: 'connect' | 'timeout' | 'sasl' | 'protocol', message: string) { super(message) }
+  constructor(readonly kind: UpstreamErrorKind, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'UpstreamError'
+  }
 }
 
 export interface Upstream {
@@ -18,131 +31,137 @@ export interface Upstream {
 
 // Correlation ids of the relay's own requests; they precede every client frame on the connection.
 const RELAY_CORRELATION = 0x7e000000
+const CLIENT_ID = 'kafka-edge-bridge'
 
 /**
- * Opens TCP to a broker and, when configured, authenticates with the relay's own credentials before
- * any client byte is forwarded. Everything is bounded by `timeoutMs`.
+ * Opens a connection to a broker (TLS when `cfg.tls` is set) and, when configured, authenticates
+ * with the relay's own credentials before any client byte is forwarded. Dialing and certificate
+ * checks are the producer's `dial()`, and SASL is the producer's `authenticate()`, so a broker is
+ * verified the same way on both paths. Everything is bounded by `timeoutMs`.
  */
-export function openUpstream(target: HostPort, cfg: BridgeConfig, timeoutMs: number, maxFrameBytes: number): Promise<Upstream> {
-  return new Promise<Upstream>((resolve, reject) => {
-    const socket = connect({ host: target.host, port: target.port, noDelay: true })
-    const decoder = new FrameDecoder(maxFrameBytes)
-    let settled = false
-    const waiting: Array<(f: Uint8Array) => void> = []
-    const done = (err: Error | null, value?: Upstream) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      socket.removeListener('data', onData)
-      if (err) { socket.destroy(); reject(err) } else resolve(value!)
-    }
-    const timer = setTimeout(() => done(new UpstreamError('timeout', `broker ${target.host}:${target.port} did not accept and authenticate within ${timeoutMs} ms`)), timeoutMs)
-    const onData = (chunk: Buffer) => {
-      try {
-        for (const f of decoder.push(chunk)) {
-          const w = waiting.shift()
-          if (!w) throw new UpstreamError('protocol', 'broker sent an unsolicited frame during authentication')
-          w(f)
-        }
-      } catch (e) { done(e instanceof UpstreamError ? e : new UpstreamError('protocol', String(e))) }
-    }
-    socket.on('data', onData)
-    socket.once('error', (e) => done(new UpstreamError('connect', `broker ${target.host}:${target.port}: ${e.message}`)))
-    socket.once('close', () => done(new UpstreamError('connect', `broker ${target.host}:${target.port} closed the connection during setup`)))
-    let seq = 0
-    const call = (api: ApiSchema, version: number, body: Message): Promise<Message> => new Promise((ok, bad) => {
-      waiting.push((frame) => { try { ok(decodeResponse(api, version, frame)) } catch (e) { bad(new UpstreamError('protocol', `${api.name} response: ${(e as Error).message}`)) } })
-      socket.write(encodeRequest(api, version, RELAY_CORRELATION + seq++, 'kafka-edge-bridge', body))
-    })
-    socket.once('connect', () => {
-      const run = cfg.sasl ? authenticate(cfg.sasl, call) : Promise.resolve(0)
-      run.then((sessionLifetimeMs) => {
-        if (decoder.buffered > 0) throw new UpstreamError('protocol', 'broker sent bytes after authentication')
-        done(null, { socket, decoder, sessionLifetimeMs })
-      }, (e: unknown) => done(e instanceof UpstreamError ? e : new UpstreamError('sasl', String(e))))
-    })
+export async function openUpstream(target: HostPort, cfg: BridgeConfig, timeoutMs: number, maxFrameBytes: number): Promise<Upstream> {
+  const where = hostPortKey(target)
+  const tls: TlsSettings | undefined = cfg.tls ? { ca: cfg.tls.ca, cert: cfg.tls.cert, key: cfg.tls.key, verifyHostname: cfg.tls.verifyHostname } : undefined
+  // The name the certificate must carry (and the SNI); the TCP connection still goes to `target`.
+  const address = { host: cfg.tls?.servername ?? target.host, port: target.port }
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new UpstreamError('timeout', `broker ${where} did not accept${tls ? ', finish the TLS handshake' : ''}${cfg.sasl ? ' and authenticate' : ''} within ${timeoutMs} ms`)), timeoutMs)
   })
+  let socket: Socket | null = null
+  let abandoned = false
+  try {
+    // dial's own timer is a backstop; ours decides, so a slow TLS handshake is reported as `timeout`.
+    const dialing = dial(address, target, tls, timeoutMs + 1000)
+    dialing.then((s) => { if (abandoned) s.destroy() }, () => {})
+    socket = await Promise.race([dialing.catch((e: unknown) => { throw upstreamError(e, where, cfg) }), deadline])
+    const decoder = new FrameDecoder(maxFrameBytes)
+    const sessionLifetimeMs = cfg.sasl ? await Promise.race([authenticateUpstream(socket, decoder, target, address, cfg, timeoutMs), deadline]) : 0
+    return { socket, decoder, sessionLifetimeMs }
+  } catch (e) {
+    abandoned = true
+    socket?.destroy()
+    throw e instanceof UpstreamError ? e : upstreamError(e, where, cfg)
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
-type Call = (api: ApiSchema, version: number, body: Message) => Promise<Message>
-
-async function authenticate(sasl: NonNullable<BridgeConfig['sasl']>, call: Call): Promise<number> {
-  const hs = await call(SaslHandshake, 1, { mechanism: sasl.mechanism })
-  if (hs.errorCode !== 0) {
-    throw new UpstreamError('sasl', `broker does not enable ${sasl.mechanism} (it offers ${(hs.mechanisms as string[]).join(', ')})`)
+/**
+ * Versions: ApiVersions v0 first (every broker answers it before SASL), then SaslHandshake v1 (Kafka
+ * 1.0+) and SaslAuthenticate v1 where the broker has it (2.2+, KIP-368), else v0. Only v1 carries
+ * the session lifetime the relay drains connections by; a broker without v1 has no session
+ * lifetimes, so v0 loses nothing there. The extra round trip is on the relay-to-broker link, which
+ * is short next to the client's own ApiVersions over the WebSocket.
+ */
+async function authenticateUpstream(socket: Socket, decoder: FrameDecoder, target: HostPort, address: HostPort, cfg: BridgeConfig, timeoutMs: number): Promise<number> {
+  const where = hostPortKey(target)
+  const waiting: Array<{ correlationId: number; resolve: (frame: Uint8Array) => void }> = []
+  let failed: ((e: Error) => void) | null = null
+  const failure = new Promise<never>((_, reject) => { failed = reject })
+  failure.catch(() => {})
+  let first = true
+  const onData = (chunk: Buffer) => {
+    const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    if (first) {
+      first = false
+      if (!cfg.tls && looksLikeTlsRecord(bytes)) {
+        return failed!(new UpstreamError('tls', `broker ${where} answered with TLS: its listener expects TLS. Add a "tls" section to the relay config, or use the broker's plaintext port`, { cause: plaintextToTlsError(target.host, target.port) }))
+      }
+    }
+    try {
+      for (const f of decoder.push(bytes)) {
+        const w = waiting.shift()
+        if (!w) throw new UpstreamError('protocol', `broker ${where} sent an unsolicited frame during authentication`)
+        const got = f.length >= 4 ? new DataView(f.buffer, f.byteOffset, 4).getInt32(0) : NaN
+        if (got !== w.correlationId) throw new UpstreamError('protocol', `broker ${where} answered correlation id ${got}, expected ${w.correlationId}`)
+        w.resolve(f)
+      }
+    } catch (e) {
+      failed!(e instanceof UpstreamError ? e : new UpstreamError('protocol', `broker ${where}: ${(e as Error).message}`, { cause: e }))
+    }
   }
-  const step = async (bytes: Uint8Array): Promise<{ bytes: Uint8Array; lifetime: number }> => {
-    const r = await call(SaslAuthenticate, 1, { authBytes: bytes })
-    if (r.errorCode !== 0) throw new UpstreamError('sasl', `SASL ${sasl.mechanism} failed: ${(r.errorMessage as string | null) ?? `error ${String(r.errorCode)}`}`)
-    return { bytes: (r.authBytes as Uint8Array | null) ?? new Uint8Array(0), lifetime: Number(r.sessionLifetimeMs as bigint) }
+  const onError = (err: NodeJS.ErrnoException) => failed!(upstreamError(classifySocketError(err, address, cfg.tls !== null, false), where, cfg))
+  const onClose = () => failed!(new UpstreamError('connect', `broker ${where} closed the connection during SASL authentication${cfg.tls ? '' : first ? ' without answering (if that port is a TLS listener, add a "tls" section to the relay config)' : ''}`))
+  socket.on('data', onData)
+  socket.on('error', onError)
+  socket.on('close', onClose)
+  let seq = 0
+  const call = (api: ApiSchema, version: number, body: Message): Promise<Message> => {
+    const correlationId = RELAY_CORRELATION + seq++
+    const answered = new Promise<Uint8Array>((resolve) => waiting.push({ correlationId, resolve }))
+    socket.write(encodeRequest(api, version, correlationId, CLIENT_ID, body))
+    return Promise.race([answered, failure]).then((frame) => {
+      try { return decodeResponse(api, version, frame) } catch (e) {
+        throw new UpstreamError('protocol', `broker ${where}: ${api.name} v${version} response: ${(e as Error).message}`, { cause: e })
+      }
+    })
   }
-  if (sasl.mechanism === 'PLAIN') {
-    return (await step(Buffer.from(`\0${sasl.username}\0${sasl.password}`, 'utf8'))).lifetime
+  try {
+    const versions = await call(ApiVersions, 0, {})
+    if (versions.errorCode !== 0) throw new UpstreamError('protocol', `broker ${where} answered ApiVersions with error ${String(versions.errorCode)}`)
+    const range = (api: ApiSchema) => (versions.apiKeys as Array<{ apiKey: number; minVersion: number; maxVersion: number }>).find((k) => k.apiKey === api.key)
+    const hs = range(SaslHandshake)
+    const sa = range(SaslAuthenticate)
+    if (!hs || hs.maxVersion < 1 || !sa) {
+      throw new UpstreamError('protocol', `broker ${where} predates Kafka 1.0 (no SaslHandshake v1 / SaslAuthenticate): the relay authenticates only to Kafka 1.0 or newer`)
+    }
+    const saslVersion = Math.min(1, sa.maxVersion)
+    const mechanism = saslMechanism(cfg.sasl!, timeoutMs)
+    const session = await authenticate(mechanism, target, (api, body) => call(api, api === SaslHandshake ? 1 : saslVersion, body))
+    if (decoder.buffered > 0) throw new UpstreamError('protocol', `broker ${where} sent bytes after authentication`)
+    return session.lifetimeMs
+  } finally {
+    socket.removeListener('data', onData)
+    socket.removeListener('error', onError)
+    socket.removeListener('close', onClose)
   }
-  const scram = new ScramClient(sasl.mechanism === 'SCRAM-SHA-256' ? 'sha256' : 'sha512', sasl.username, sasl.password)
-  const first = await step(scram.clientFirst())
-  const final = await step(await scram.clientFinal(first.bytes))
-  scram.verifyServerFinal(final.bytes)
-  return final.lifetime
 }
 
-// PBKDF2 dominates a SCRAM login (4096 rounds of SHA-512); the salt is per user, so one derivation
-// serves every connection until the broker's credential changes.
-const saltedCache = new Map<string, Promise<Buffer>>()
+const TLS_ADVICE: Record<string, string> = {
+  'unknown CA': 'The broker certificate is not signed by a CA the relay trusts: set tls.caFile (or tls.ca) to the CA that signed it',
+  'hostname mismatch': 'The certificate does not name the broker host: list brokers by a name the certificate has, set tls.servername, or (tests only) tls.verifyHostname: false',
+  'client certificate required': 'The listener requires mutual TLS: set tls.certFile and tls.keyFile',
+  'peer does not speak TLS': 'The port is probably a plaintext listener: use the broker\'s TLS port, or remove the "tls" section',
+  'peer closed during handshake': 'The port is probably a plaintext listener: use the broker\'s TLS port, or remove the "tls" section',
+  'handshake refused by the broker': 'Check the relay\'s client certificate (tls.certFile) and the TLS versions the listener allows',
+}
 
-/** RFC 5802 SCRAM client (no channel binding, as Kafka's SASL_PLAINTEXT/SASL_SSL use). */
-export class ScramClient {
-  private clientFirstBare = ''
-  private serverSignature: Buffer | null = null
-
-  constructor(private readonly hash: 'sha256' | 'sha512', private readonly user: string, private readonly password: string, private readonly nonce = randomBytes(24).toString('base64')) {}
-
-  clientFirst(): Uint8Array {
-    const name = this.user.replace(/=/g, '=3D').replace(/,/g, '=2C')
-    this.clientFirstBare = `n=${name},r=${this.nonce}`
-    return Buffer.from(`n,,${this.clientFirstBare}`, 'utf8')
+/** Maps the shared module's typed errors to the relay's kinds, with advice in terms of the relay's config. */
+function upstreamError(e: unknown, where: string, cfg: BridgeConfig): UpstreamError {
+  if (e instanceof UpstreamError) return e
+  if (e instanceof SslAuthenticationException) {
+    const advice = TLS_ADVICE[e.reason] ?? e.message
+    return new UpstreamError('tls', `TLS to broker ${where} failed: ${e.reason}. ${advice}`, { cause: e })
   }
-
-  async clientFinal(serverFirstBytes: Uint8Array): Promise<Uint8Array> {
-    const serverFirst = Buffer.from(serverFirstBytes).toString('utf8')
-    const attrs = new Map(serverFirst.split(',').map((kv) => [kv.slice(0, 1), kv.slice(2)] as const))
-    const nonce = attrs.get('r')
-    const salt = attrs.get('s')
-    const iterations = Number(attrs.get('i'))
-    if (attrs.has('e')) throw new UpstreamError('sasl', `SCRAM server error: ${attrs.get('e')}`)
-    if (!nonce || !nonce.startsWith(this.nonce) || nonce.length <= this.nonce.length) throw new UpstreamError('sasl', 'SCRAM server nonce does not extend the client nonce')
-    if (!salt || !Number.isInteger(iterations) || iterations < 1 || iterations > 1_000_000) throw new UpstreamError('sasl', 'SCRAM server-first message is malformed')
-    const len = this.hash === 'sha256' ? 32 : 64
-    const key = `${this.hash}\0${this.user}\0${this.password}\0${salt}\0${iterations}`
-    let salted = saltedCache.get(key)
-    if (!salted) {
-      salted = new Promise<Buffer>((ok, bad) => pbkdf2(this.password.normalize('NFKC'), Buffer.from(salt, 'base64'), iterations, len, this.hash, (e, k) => (e ? bad(e) : ok(k))))
-      saltedCache.set(key, salted)
-      if (saltedCache.size > 64) saltedCache.delete(saltedCache.keys().next().value!)
-    }
-    const saltedPassword = await salted
-    const hmac = (k: Buffer, s: string) => createHmac(this.hash, k).update(s, 'utf8').digest()
-    const clientKey = hmac(saltedPassword, 'Client Key')
-    const storedKey = createHash(this.hash).update(clientKey).digest()
-    const withoutProof = `c=biws,r=${nonce}`
-    const authMessage = `${this.clientFirstBare},${serverFirst},${withoutProof}`
-    const signature = hmac(storedKey, authMessage)
-    const proof = Buffer.alloc(clientKey.length)
-    for (let i = 0; i < proof.length; i++) proof[i] = clientKey[i]! ^ signature[i]!
-    this.serverSignature = hmac(hmac(saltedPassword, 'Server Key'), authMessage)
-    return Buffer.from(`${withoutProof},p=${proof.toString('base64')}`, 'utf8')
+  if (e instanceof SaslAuthenticationException || e instanceof UnsupportedSaslMechanismException || e instanceof IllegalSaslStateException) {
+    // A credential the relay could not obtain is reported by its source, not as a producer setting.
+    const detail = e.cause instanceof CredentialError ? e.cause.message : e.message
+    return new UpstreamError('sasl', `relay could not authenticate to broker ${where} with ${cfg.sasl?.mechanism ?? 'SASL'}: ${detail}`, { cause: e })
   }
-
-  /** A broker that cannot prove it knows the credential is not the broker we meant to talk to. */
-  verifyServerFinal(bytes: Uint8Array): void {
-    const text = Buffer.from(bytes).toString('utf8')
-    if (text.startsWith('e=')) throw new UpstreamError('sasl', `SCRAM server error: ${text.slice(2)}`)
-    if (!text.startsWith('v=') || !this.serverSignature) throw new UpstreamError('sasl', 'SCRAM server-final message is malformed')
-    const got = Buffer.from(text.slice(2), 'base64')
-    if (got.length !== this.serverSignature.length || !timingSafeEqual(got, this.serverSignature)) {
-      throw new UpstreamError('sasl', 'SCRAM server signature does not verify')
-    }
-  }
+  if (e instanceof CredentialError) return new UpstreamError('sasl', `relay could not authenticate to broker ${where}: ${e.message}`, { cause: e })
+  if (e instanceof ProtocolError) return new UpstreamError('protocol', `broker ${where}: ${e.message}`, { cause: e })
+  return new UpstreamError('connect', e instanceof Error ? e.message : `broker ${where}: ${String(e)}`, { cause: e })
 }
 
 /** One Metadata round trip (brokers only) through a bootstrap server: how the relay learns endpoints itself. */
@@ -158,11 +177,12 @@ export async function fetchBrokers(target: HostPort, cfg: BridgeConfig): Promise
             const res = decodeResponse(Metadata, 9, f)
             resolve(res.brokers as Array<{ nodeId: number; host: string; port: number }>)
           }
-        } catch (e) { clearTimeout(timer); reject(new UpstreamError('protocol', String(e))) }
+        } catch (e) { clearTimeout(timer); reject(new UpstreamError('protocol', String(e), { cause: e })) }
       })
+      up.socket.once('error', (e) => { clearTimeout(timer); reject(new UpstreamError('connect', `bootstrap server ${hostPortKey(target)}: ${e.message}`, { cause: e })) })
       up.socket.once('close', () => { clearTimeout(timer); reject(new UpstreamError('connect', 'bootstrap server closed during metadata')) })
       // v9: flexible, brokers list unchanged since; supported by every broker from Kafka 2.4.
-      up.socket.write(encodeRequest(Metadata, 9, RELAY_CORRELATION + 100, 'kafka-edge-bridge', { topics: [], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false, includeClusterAuthorizedOperations: false }))
+      up.socket.write(encodeRequest(Metadata, 9, RELAY_CORRELATION + 100, CLIENT_ID, { topics: [], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false, includeClusterAuthorizedOperations: false }))
     })
   } finally { up.socket.destroy() }
 }

@@ -246,13 +246,14 @@ export const CLASSES = {
 
 for (const [name, cls] of Object.entries(CLASSES)) nameClass(cls, name)
 
-/** Gives a class (and its instances, through the prototype) a name that no minifier can change. */
+/** @internal Gives a class (and its instances, through the prototype) a name that no minifier can change. */
 export function nameClass(cls: abstract new (...args: never[]) => unknown, name: string): void {
   Object.defineProperty(cls, 'name', { value: name, configurable: true })
   Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true, enumerable: false })
 }
 
 /**
+ * @internal
  * A send() that failed. `mayHaveBeenWritten` is true when the record was sent at least once and the
  * outcome was never confirmed (e.g. delivery.timeout.ms expired while a request was in flight).
  */

@@ -3,7 +3,7 @@
  * only Web APIs; the Node TCP transport is exported from 'kafka-edge/node' (and from the Node
  * condition of the package root).
  */
-export { createProducer, Producer, type ProducerRecord, type RecordMetadata } from './producer/producer.js'
+export { createProducer, Producer, type ProducerRecord, type RecordMetadata, type ProducerState } from './producer/producer.js'
 export type { ProducerSettings, JavaProducerSettings, AnyProducerSettings, SecurityProtocol } from './producer/config.js'
 export type { OAuthBearerToken } from './auth/sasl.js'
 export type { AwsCredentials } from './auth/aws-msk-iam.js'

@@ -10,8 +10,12 @@ import { ensureCluster, type Cluster } from '../helpers/kafka.js'
 export const SECRET = 'test-secret-0123456789-abcdefghijklmnop'
 export const AUDIENCE = 'kafka-edge-tests'
 
+/**
+ * One 1-node cluster for every relay suite: SASL_PLAINTEXT, SSL and SASL_SSL listeners besides
+ * PLAINTEXT. The same options as the producer's TLS suites, so a full run starts it once.
+ */
 export function relayCluster(): Promise<Cluster> {
-  return ensureCluster({ nodes: 1, name: 'relay', sasl: true })
+  return ensureCluster({ tls: true, sasl: true })
 }
 
 export interface RelayOverrides { [k: string]: unknown }

@@ -141,7 +141,7 @@ export class Codecs {
   }
 }
 
-export function codecName(id: number): CodecName {
+export function codecName(id: number): CodecName | undefined {
   return NAMES[id]
 }
 
@@ -283,7 +283,7 @@ export function javaCodec(jobs: JavaJob[]): (Uint8Array | Error)[] {
     const status = new Map<string, string>()
     for (const l of stdout.split('\n')) {
       const m = /^(ok|error) (\S+)(.*)$/.exec(l)
-      if (m) status.set(m[2], m[1] === 'ok' ? 'ok' : m[3].trim())
+      if (m) status.set(m[2]!, m[1] === 'ok' ? 'ok' : m[3]!.trim())
     }
     return jobs.map((_, i) => {
       const out = join(dir, `${i}.out`)

@@ -12,7 +12,7 @@
 //     answers (the broker keeps appending, the producer learns nothing).
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import { decodeRequestHeader } from '../../src/edge/protocol/index.js'
-import { FrameDecoder } from '../../src/edge/transport/frame-decoder.js'
+import { FrameDecoder } from '../../src/edge/protocol/frame-decoder.js'
 import type { BrokerAddress } from '../../src/edge/transport/transport.js'
 import { rng } from './records.js'
 

@@ -1,5 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { World, indexOf } from './harness.js'
+import { TimeoutException } from '../../src/edge/errors.js'
+import { Metadata, Produce } from '../../src/edge/protocol/index.js'
+import { World, indexOf, runSeed } from './harness.js'
+import { runTxnSeed } from './txn-harness.js'
 import type { ModelOptions } from './model-broker.js'
 
 // Root causes found by the seeded simulation (seeds 5001-15000), one named deterministic test each.
@@ -87,5 +90,134 @@ describe('simulation regressions', () => {
     expect(bad.error!.mayHaveBeenWritten).toBe(false)
     expect(after.map((o) => o.status)).toEqual(['acked', 'acked'])
     expect(logOf(w)).toEqual([0, 2, 3])
+  })
+
+  it('seed 58331: a metadata wait is bounded by max.block.ms, and each silently dead connection costs request.timeout.ms first, as in Java', async () => {
+    // Not a producer bug: the invariant expected delivery.timeout.ms to cover a record that never reached
+    // a batch. The first metadata request for topic u lost its answer; its retry went to the other broker's
+    // idle connection, which had gone dark earlier in the window (Java's leastLoadedNode picks an
+    // established connection with nothing in flight the same way). Two request timeouts of 30 s filled
+    // max.block.ms, and Java's send() throws "Topic u not present in metadata after 60000 ms" just the same.
+    const deadConnections = async (requestTimeoutMs: number) => {
+      const w = world({ model: { brokers: 2, topics: { t: 2, u: 1 } }, producer: { 'request.timeout.ms': requestTimeoutMs } })
+      w.send('t', { partition: 0 })
+      w.send('t', { partition: 1 })
+      expect(await w.settle()).toBe(true)
+      // Half-open connections: the brokers take the requests, no answer gets back.
+      for (const link of w.net.links) (link as unknown as { responsesDark: boolean }).responsesDark = true
+      const t0 = w.clock.now()
+      const metadataAt: number[] = []
+      const handle = w.cluster.handle.bind(w.cluster)
+      w.cluster.handle = (node, frame) => {
+        if (((frame[4]! << 8) | frame[5]!) === Metadata.key) metadataAt.push(w.clock.now() - t0)
+        return handle(node, frame)
+      }
+      const o = w.send('u')
+      expect(await w.settle(120_000)).toBe(true)
+      return { w, o, metadataAt, opened: w.net.stats.opened }
+    }
+    const slow = await deadConnections(30_000)
+    expect(slow.o.status).toBe('failed')
+    expect(slow.o.error).toBeInstanceOf(TimeoutException)
+    expect(slow.o.error!.message).toMatch(/topic u not present in metadata after 60000 ms/)
+    expect(slow.o.error!.mayHaveBeenWritten).toBe(false)
+    const later = slow.w.send('u')
+    await finish(slow.w)
+    expect(later.status).toBe('acked')
+    // One request per dead connection, request.timeout.ms apart, then a fresh connection answers.
+    expect(slow.metadataAt.map((ms) => Math.round(ms / 1000))).toEqual([0, 30, 60])
+    // With request.timeout.ms well inside max.block.ms, the same schedule costs two short timeouts.
+    const fast = await deadConnections(2000)
+    expect(fast.o.status).toBe('acked')
+    expect(fast.metadataAt.map((ms) => Math.round(ms / 1000))).toEqual([0, 2, 4])
+    await finish(fast.w)
+    expect((await runSeed(58331)).violations).toEqual([])
+  })
+
+  it('seed 113309: a batch an epoch bump kept at its old stamp (it may be in the log) keeps it through a second bump', async () => {
+    // Sequence 1 is appended but answered NOT_ENOUGH_REPLICAS_AFTER_APPEND; sequence 2 is refused for good,
+    // and the bump keeps sequence 1 at epoch 0 while rewriting sequence 3, still in flight, to epoch 1.
+    // Sequence 3 is then refused too: the second bump's gap is at epoch 1, and it rewrote the epoch-0
+    // batch as well, whose retry was appended a second time.
+    const w = world({ producer: { 'max.in.flight.requests.per.connection': 5 } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    let first = true
+    w.cluster.script = ({ baseSequence, epoch }) => (epoch === 0 && baseSequence === 1 && first ? ((first = false), { error: 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', afterAppend: true }) : null)
+    const appended = w.send('t')
+    const refused = [w.send('t', { poison: true })]
+    await w.clock.advance(1)
+    refused.push(w.send('t', { poison: true }))
+    await finish(w)
+    expect(w.producer.txn!.epochHistory.map((pe) => pe.epoch)).toEqual([0, 1, 2])
+    expect(appended.status).toBe('acked')
+    expect(refused.map((o) => o.status)).toEqual(['failed', 'failed'])
+    expect(logOf(w)).toEqual([0, 1])
+    expect((await runSeed(113309)).violations).toEqual([])
+  })
+
+  it('seed 135116: a retry in flight when a second bump comes keeps its stamp, so its acknowledgement does not wedge the partition', async () => {
+    // Sequence 1 is refused retriably and 2, 3 meet OUT_OF_ORDER behind it; 4 is refused for good: the
+    // bump to epoch 1 keeps 1-3 and rewrites 5 (in flight) to epoch 1 sequence 0. Sequence 1's retry
+    // goes out; then 5 is refused too, and the second bump rewrote 1-3 (the retry of 1 in flight) to
+    // epoch 2 sequences 0-2. The broker appended the retry as epoch 0 sequence 1, but the client took
+    // its acknowledgement for epoch 2 sequence 0: sequence 1 of epoch 2 met OUT_OF_ORDER until it expired.
+    const w = world({ producer: { 'max.in.flight.requests.per.connection': 5, 'retry.backoff.ms': 1, 'retry.backoff.max.ms': 1 } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    let refusedOnce = false
+    w.cluster.script = ({ baseSequence, epoch }) => (epoch === 0 && baseSequence === 1 && !refusedOnce ? ((refusedOnce = true), { error: 'NOT_ENOUGH_REPLICAS' }) : null)
+    // The answers to sequence 5 and to the retry of 1 are slow, so the second bump falls between them.
+    const handle = w.cluster.handle.bind(w.cluster)
+    let retriesOf1 = 0
+    w.cluster.handle = (node, frame) => {
+      const res = handle(node, frame)
+      const seen = ((frame[4]! << 8) | frame[5]!) === Produce.key ? w.cluster.produceLog.at(-1)?.partitions[0] : undefined
+      if (seen?.epoch === 0 && seen.baseSequence === 1) retriesOf1++
+      const slowMs = seen?.epoch === 0 && seen.baseSequence === 5 ? 10 : seen?.epoch === 0 && seen.baseSequence === 1 && retriesOf1 === 2 ? 20 : 0
+      if (slowMs > 0) {
+        w.net.baseDelayMs = slowMs
+        w.clock.setTimeout(() => { w.net.baseDelayMs = 1 }, 0)
+      }
+      return res
+    }
+    const first = [w.send('t'), w.send('t'), w.send('t')]
+    const refused = [w.send('t', { poison: true })]
+    await w.clock.advance(1)
+    refused.push(w.send('t', { poison: true }))
+    await finish(w)
+    expect(w.producer.txn!.epochHistory.map((pe) => pe.epoch)).toEqual([0, 1, 2])
+    expect(first.map((o) => o.status)).toEqual(['acked', 'acked', 'acked'])
+    expect(refused.map((o) => o.status)).toEqual(['failed', 'failed'])
+    expect(logOf(w)).toEqual([0, 1, 2, 3])
+    expect((await runSeed(135116)).violations).toEqual([])
+  })
+
+  it('txn seeds 128023, 136231: close() while a send waits for metadata: the wait ending later does not touch the send again', async () => {
+    // close() fails and drops the waiting sends; the metadata wait of the first one still ran, and when
+    // it timed out the pump took that send off the (now empty) queue: a TypeError escaped the producer.
+    const w = world({ producer: { 'max.block.ms': 1000, 'request.timeout.ms': 5000 } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    const handle = w.cluster.handle.bind(w.cluster)
+    w.cluster.handle = (node, frame) => (((frame[4]! << 8) | frame[5]!) === Metadata.key ? null : handle(node, frame))
+    const escaped: unknown[] = []
+    const onEscape = (e: unknown): void => { escaped.push(e) }
+    process.on('unhandledRejection', onEscape)
+    try {
+      const waiting = w.send('u')
+      await w.clock.advance(100)
+      await w.close()
+      await w.clock.advance(2000)
+      await new Promise((r) => setImmediate(r))
+      expect(waiting.status).toBe('failed')
+      expect(waiting.error!.name).toBe('ClosedError')
+      expect(waiting.error!.mayHaveBeenWritten).toBe(false)
+      expect(escaped).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onEscape)
+    }
+    expect((await runTxnSeed(128023)).violations).toEqual([])
+    expect((await runTxnSeed(136231)).violations).toEqual([])
   })
 })

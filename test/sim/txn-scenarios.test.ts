@@ -2,9 +2,9 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { KafkaEdgeError, ProducerFencedException, TransactionAbortableException } from '../../src/edge/errors.js'
 import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions.js'
 import { AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, Produce, TxnOffsetCommit } from '../../src/edge/protocol/index.js'
-import { World } from './harness.js'
+import { World, indexOf } from './harness.js'
 import type { ModelOptions } from './model-broker.js'
-import { TxnWorld, runTransaction, startIncarnation, type SendSpec, type TxnPlan } from './txn-harness.js'
+import { TxnWorld, runTransaction, runTxnSeed, startIncarnation, type SendSpec, type TxnPlan } from './txn-harness.js'
 import { readCommitted } from './txn-invariants.js'
 
 // Named deterministic transactional runs on the model cluster and coordinator; each ends with the
@@ -343,5 +343,75 @@ describe('transactional regressions', () => {
     await drive(w, w.retire(a, retried!.error!))
     await finish(w)
     expect(w.cluster.partition('t', 0).log[0]!.txn!.fate).toBe('aborted')
+  })
+
+  it('seed 222509 (TV2): a batch refused INVALID_PRODUCER_EPOCH on a retry may be in the log from an earlier attempt: it fails saying it may have been written', async () => {
+    // The first Produce reaches the broker twice (a relay repeating a frame): the copy the client hears
+    // from is refused NOT_LEADER_OR_FOLLOWER, the other one is appended and its answer lost. The retries
+    // are refused NOT_LEADER too until the coordinator has aborted the transaction on its timeout (bumping
+    // the epoch) and written the marker; the next retry meets INVALID_PRODUCER_EPOCH, which speaks only
+    // for itself.
+    const w = world({ producer: { 'transaction.timeout.ms': 2000 } })
+    const inc = await started(w)
+    const handle = w.cluster.handle.bind(w.cluster)
+    const notLeader = () => ({ error: 'NOT_LEADER_OR_FOLLOWER' })
+    let twinned = false
+    w.cluster.handle = (node, frame) => {
+      if (twinned || ((frame[4]! << 8) | frame[5]!) !== Produce.key) return handle(node, frame)
+      twinned = true
+      w.cluster.script = notLeader
+      const heard = handle(node, frame)
+      w.cluster.script = null
+      handle(node, frame)
+      w.cluster.script = () => (w.cluster.partition('t', 0).log.some((b) => b.control) ? null : notLeader())
+      return heard
+    }
+    const t = await txn(w, inc, plan('commit', to('t', 0)))
+    expect(t.result).toBe('aborted')
+    const [o] = t.records
+    expect(o!.error!.name).toBe('InvalidProducerEpochException')
+    expect(o!.error!.mayHaveBeenWritten).toBe(true)
+    expect(w.cluster.coordinator.events.map((e) => e.what)).toContain('fence-timeout')
+    await finish(w)
+    expect(w.cluster.partition('t', 0).log[0]!.values.map(indexOf)).toEqual([0])
+    expect(w.cluster.partition('t', 0).log[0]!.txn!.fate).toBe('aborted')
+    expect((await runTxnSeed(222509)).violations).toEqual([])
+  })
+
+  it('seeds 122172, 148770, 159410 (TV1): EndTxn waits for a Produce request still on its way when its batch expired, so the write cannot reach the partition after the abort', async () => {
+    // The batch expired (delivery.timeout.ms) while its retry was still travelling to the leader; the
+    // abort went out at once, and the retry reached the leader after the markers: a transactional
+    // write for a partition no longer in the transaction (KIP-890 verification refused it; an older
+    // broker would have appended it and left a transaction open that nobody ends).
+    const w = world({ model: { brokers: 2, transactionVersion: 1 }, producer: { 'request.timeout.ms': 1000, 'delivery.timeout.ms': 1000, 'retry.backoff.ms': 300, 'retry.backoff.max.ms': 300 } })
+    const inc = await started(w)
+    const t0 = w.clock.now()
+    let refused = false
+    w.cluster.script = () => (refused ? null : ((refused = true), { error: 'NOT_LEADER_OR_FOLLOWER' }))
+    // The first attempt is refused; its retry crawls, reaching the leader 1150 ms after the send.
+    w.producers[inc]!.sender.onProduceRequest = (node, batches) => {
+      if (node !== 1 || batches[0]!.attempts !== 1) return
+      const link = [...w.net.links].find((l) => l.node === 1) as unknown as { requestsArriveAt: number }
+      link.requestsArriveAt = t0 + 1150
+    }
+    const handle = w.cluster.handle.bind(w.cluster)
+    const arrivals: Array<{ api: number; at: number }> = []
+    w.cluster.handle = (node, frame) => {
+      arrivals.push({ api: (frame[4]! << 8) | frame[5]!, at: w.clock.now() - t0 })
+      return handle(node, frame)
+    }
+    const t = await txn(w, inc, plan('commit', to('t', 1)))
+    expect(t.result).toBe('aborted')
+    expect(t.records[0]!.error!.name).toBe('TimeoutException')
+    expect(t.records[0]!.error!.mayHaveBeenWritten).toBe(true)
+    // The retry reached the leader while the transaction was open, and EndTxn left only after it was answered.
+    const retry = arrivals.filter((a) => a.api === Produce.key)[1]!
+    const endTxn = arrivals.find((a) => a.api === EndTxn.key)!
+    expect(retry.at).toBeGreaterThan(1000)
+    expect(endTxn.at).toBeGreaterThan(retry.at)
+    expect(w.cluster.coordinator.outsideTransaction).toBe(0)
+    await finish(w)
+    expect(w.cluster.partition('t', 1).log[0]!.txn!.fate).toBe('aborted')
+    for (const seed of [122172, 148770, 159410]) expect((await runTxnSeed(seed)).violations).toEqual([])
   })
 })

@@ -39,14 +39,14 @@ function fuzz(codec: CodecName, seeds: Uint8Array[], cases = CASES, seed = Numbe
   const stats: Stats = { ok: 0, errors: {} }
   const buf = new Uint8Array(maxSeed)
   for (let i = 0; i < cases; i++) {
-    const s = seeds[ri(seeds.length)]
+    const s = seeds[ri(seeds.length)]!
     let len = s.length
     buf.set(s)
     const kind = ri(8)
     switch (kind) {
       case 0: { // bit flips
         const k = 1 + ri(4)
-        for (let j = 0; j < k && len > 0; j++) buf[ri(len)] ^= 1 << ri(8)
+        for (let j = 0; j < k && len > 0; j++) buf[ri(len)]! ^= 1 << ri(8)
         break
       }
       case 1: len = ri(len + 1); break // truncation
@@ -58,7 +58,7 @@ function fuzz(codec: CodecName, seeds: Uint8Array[], cases = CASES, seed = Numbe
       case 3: { // length-field style corruption: a 32-bit window near the start or at a random spot
         if (len >= 4) {
           const at = r() < 0.5 ? ri(Math.min(len - 3, 32)) : ri(len - 3)
-          const v = [0xffffffff, 0x7fffffff, 0x80000000, 0x0000ffff, 0x00010000, ri(0x100000), 0][ri(7)]
+          const v = [0xffffffff, 0x7fffffff, 0x80000000, 0x0000ffff, 0x00010000, ri(0x100000), 0][ri(7)]!
           buf[at] = v & 0xff; buf[at + 1] = (v >>> 8) & 0xff; buf[at + 2] = (v >>> 16) & 0xff; buf[at + 3] = v >>> 24
         }
         break
@@ -78,7 +78,7 @@ function fuzz(codec: CodecName, seeds: Uint8Array[], cases = CASES, seed = Numbe
       }
       default: { // truncation plus a flip
         len = ri(len + 1)
-        if (len > 0) buf[ri(len)] ^= 1 << ri(8)
+        if (len > 0) buf[ri(len)]! ^= 1 << ri(8)
       }
     }
     const memEnd = x.memory.buffer.byteLength

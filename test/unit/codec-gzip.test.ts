@@ -139,7 +139,7 @@ describe('gzip decoder', () => {
     eq(gunzipSync(full), a)
     eq(c.decompress('gzip', full), a)
     const bad = Buffer.from(full)
-    bad[hdr.length] ^= 1
+    bad[hdr.length]! ^= 1
     expect(() => c.decompress('gzip', bad)).toThrow(CorruptCompressedDataError)
   })
 
@@ -157,13 +157,13 @@ describe('gzip decoder', () => {
     for (const cut of [0, 1, 5, 10, 11, 100, z.length - 9, z.length - 8, z.length - 1]) {
       expect(() => c.decompress('gzip', z.subarray(0, cut))).toThrow(CorruptCompressedDataError)
     }
-    const crcBad = Buffer.from(z); crcBad[z.length - 6] ^= 0x40
+    const crcBad = Buffer.from(z); crcBad[z.length - 6]! ^= 0x40
     expect(c.decompressRaw('gzip', crcBad, src.length)).toBe(-5)
-    const sizeBad = Buffer.from(z); sizeBad[z.length - 3] ^= 1
+    const sizeBad = Buffer.from(z); sizeBad[z.length - 3]! ^= 1
     expect(c.decompressRaw('gzip', sizeBad, src.length + 100000)).toBe(-5)
     const magicBad = Buffer.from(z); magicBad[0] = 0
     expect(c.decompressRaw('gzip', magicBad, src.length)).toBe(-4)
-    const btype3 = Buffer.from(z); btype3[10] |= 6
+    const btype3 = Buffer.from(z); btype3[10]! |= 6
     expect(c.decompressRaw('gzip', btype3, src.length)).toBeLessThan(0)
     try { c.decompress('gzip', z.subarray(0, 50)) } catch (e) {
       expect(e).toBeInstanceOf(CorruptCompressedDataError)
@@ -196,14 +196,14 @@ describe.skipIf(!javaAvailable())("Kafka's Java GzipCompression", () => {
     ])
     const expected = inputs.flatMap((src) => [src, src, src])
     for (let i = 0; i < ours.length; i++) {
-      const r = res[i]
+      const r = res[i]!
       if (r instanceof Error) throw r
-      eq(r, expected[i])
+      eq(r, expected[i]!)
     }
     for (let i = 0; i < expected.length; i++) {
-      const r = res[ours.length + i]
+      const r = res[ours.length + i]!
       if (r instanceof Error) throw r
-      eq(c.decompress('gzip', r), expected[i])
+      eq(c.decompress('gzip', r), expected[i]!)
     }
   })
 })

@@ -93,7 +93,7 @@ describe('lz4 decoder', () => {
     const z = withContentFields(plain, src)
     eq(c.decompress('lz4', z), src)
     expect(c.sizeHint('lz4', z)).toBe(src.length)
-    const bad = Buffer.from(z); bad[bad.length - 2] ^= 1
+    const bad = Buffer.from(z); bad[bad.length - 2]! ^= 1
     expect(c.decompressRaw('lz4', bad, src.length)).toBe(-5)
     const wrongSize = withContentFields(plain, src, src.length + 1)
     expect(c.decompressRaw('lz4', wrongSize, src.length + 10)).toBe(-4)
@@ -101,13 +101,13 @@ describe('lz4 decoder', () => {
     const ours = Buffer.from(c.compress('lz4', src))
     const withBc = addBlockChecksums(ours)
     eq(c.decompress('lz4', withBc), src)
-    const bad2 = Buffer.from(withBc); bad2[withBc.length - 6] ^= 1
+    const bad2 = Buffer.from(withBc); bad2[withBc.length - 6]! ^= 1
     expect(c.decompressRaw('lz4', bad2, src.length)).toBe(-5)
   })
 
   it('rejects a wrong header checksum (including the KAFKA-3160 form computed over the magic)', () => {
     const z = Buffer.from(c.compress('lz4', jsonEvents(5000)))
-    const bad = Buffer.from(z); bad[6] ^= 0xff
+    const bad = Buffer.from(z); bad[6]! ^= 0xff
     expect(c.decompressRaw('lz4', bad, 10000)).toBe(-5)
     const legacy = Buffer.from(z); legacy[6] = (xxh32(z.subarray(0, 6)) >>> 8) & 0xff
     expect(c.decompressRaw('lz4', legacy, 10000)).toBe(-5)
@@ -120,7 +120,7 @@ describe('lz4 decoder', () => {
     for (const cut of [0, 1, 4, 6, 7, 10, 11, 100, z.length >> 1, z.length - 4, z.length - 1]) {
       expect(() => c.decompress('lz4', z.subarray(0, cut))).toThrow(CorruptCompressedDataError)
     }
-    const badMagic = Buffer.from(z); badMagic[0] ^= 1
+    const badMagic = Buffer.from(z); badMagic[0]! ^= 1
     expect(c.decompressRaw('lz4', badMagic, src.length)).toBe(-4)
     const bigBlock = Buffer.from(z); bigBlock.writeUInt32LE(70000, 7)
     expect(c.decompressRaw('lz4', bigBlock, src.length)).toBe(-4)
@@ -137,7 +137,7 @@ function xxh32(b: Uint8Array, seed = 0): number {
   const P1 = 2654435761, P2 = 2246822519, P3 = 3266489917, P4 = 668265263, P5 = 374761393
   const rotl = (x: number, r: number) => ((x << r) | (x >>> (32 - r))) >>> 0
   const mul = (a: number, b: number) => Math.imul(a, b) >>> 0
-  const u32 = (i: number) => (b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24)) >>> 0
+  const u32 = (i: number) => (b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24)) >>> 0
   let p = 0, h: number
   if (b.length >= 16) {
     let v1 = (seed + P1 + P2) >>> 0, v2 = (seed + P2) >>> 0, v3 = seed >>> 0, v4 = (seed - P1) >>> 0
@@ -152,7 +152,7 @@ function xxh32(b: Uint8Array, seed = 0): number {
   } else h = (seed + P5) >>> 0
   h = (h + b.length) >>> 0
   while (p + 4 <= b.length) { h = mul(rotl((h + mul(u32(p), P3)) >>> 0, 17), P4); p += 4 }
-  while (p < b.length) { h = mul(rotl((h + mul(b[p], P5)) >>> 0, 11), P1); p++ }
+  while (p < b.length) { h = mul(rotl((h + mul(b[p]!, P5)) >>> 0, 11), P1); p++ }
   h ^= h >>> 15; h = mul(h, P2); h ^= h >>> 13; h = mul(h, P3); h ^= h >>> 16
   return h >>> 0
 }
@@ -160,8 +160,8 @@ function xxh32(b: Uint8Array, seed = 0): number {
 function withContentFields(z: Buffer, content: Uint8Array, size = content.length): Buffer {
   const hdr = Buffer.alloc(15)
   z.copy(hdr, 0, 0, 4)
-  hdr[4] = z[4] | 0x08 | 0x04
-  hdr[5] = z[5]
+  hdr[4] = z[4]! | 0x08 | 0x04
+  hdr[5] = z[5]!
   hdr.writeBigUInt64LE(BigInt(size), 6)
   hdr[14] = (xxh32(hdr.subarray(4, 14)) >>> 8) & 0xff
   const ck = Buffer.alloc(4); ck.writeUInt32LE(xxh32(content))
@@ -169,8 +169,8 @@ function withContentFields(z: Buffer, content: Uint8Array, size = content.length
 }
 
 function addBlockChecksums(z: Buffer): Buffer {
-  const flg = z[4] | 0x10
-  const hdr = Buffer.from([...z.subarray(0, 4), flg, z[5], 0])
+  const flg = z[4]! | 0x10
+  const hdr = Buffer.from([...z.subarray(0, 4), flg, z[5]!, 0])
   hdr[6] = (xxh32(hdr.subarray(4, 6)) >>> 8) & 0xff
   const parts: Buffer[] = [hdr]
   let p = 7
@@ -197,15 +197,15 @@ describe.skipIf(!javaAvailable())("Kafka's Java Lz4Compression", () => {
     ])
     const exp1 = inputs.flatMap((s) => ourLevels.map(() => s))
     for (let i = 0; i < ours.length; i++) {
-      const r = res[i]
+      const r = res[i]!
       if (r instanceof Error) throw r
-      eq(r, exp1[i])
+      eq(r, exp1[i]!)
     }
     const exp2 = inputs.flatMap((s) => javaLevels.map(() => s))
     for (let i = 0; i < exp2.length; i++) {
-      const r = res[ours.length + i]
+      const r = res[ours.length + i]!
       if (r instanceof Error) throw r
-      eq(c.decompress('lz4', r), exp2[i])
+      eq(c.decompress('lz4', r), exp2[i]!)
     }
   })
 })

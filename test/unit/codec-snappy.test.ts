@@ -152,12 +152,12 @@ describe.skipIf(!javaAvailable())("Kafka's Java SnappyCompression", () => {
       ...inputs.map((src) => ({ op: 'compress' as const, codec: 'snappy' as const, input: src })),
     ])
     for (let i = 0; i < inputs.length; i++) {
-      const r = res[i]
+      const r = res[i]!
       if (r instanceof Error) throw r
-      eq(r, inputs[i])
-      const j = res[inputs.length + i]
+      eq(r, inputs[i]!)
+      const j = res[inputs.length + i]!
       if (j instanceof Error) throw j
-      eq(c.decompress('snappy', j), inputs[i])
+      eq(c.decompress('snappy', j), inputs[i]!)
     }
   })
 })

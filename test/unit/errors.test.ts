@@ -73,3 +73,27 @@ describe('error names', () => {
     expect((globalThis as { __names?: string[] }).__names).toEqual(['SaslAuthenticationException', 'ConfigException', 'NotLeaderOrFollowerException', 'TelemetryTooLargeException', 'ConfigException'])
   })
 })
+
+describe('the producer error policy', () => {
+  it('refreshes metadata exactly for the InvalidMetadataException codes', async () => {
+    const { invalidatesMetadata } = await import('../../src/edge/producer/error-policy.js')
+    const metadata = allErrors().filter((e) => invalidatesMetadata(e.code)).map((e) => e.code)
+    expect(metadata).toEqual(allErrors().filter((e) => new (exceptionClass(e))('x') instanceof InvalidMetadataException).map((e) => e.code))
+    expect(metadata).toContain(100) // UNKNOWN_TOPIC_ID
+    expect(metadata).toContain(13) // NETWORK_EXCEPTION
+    expect(metadata).not.toContain(76) // UNSUPPORTED_COMPRESSION_TYPE says nothing about the leader
+  })
+
+  it('one fatal set: the same for idempotent and transactional producers but for INVALID_PRODUCER_ID_MAPPING', async () => {
+    const { isFatal } = await import('../../src/edge/producer/error-policy.js')
+    const fatal = (transactional: boolean) => allErrors().filter((e) => isFatal(e.code, { transactional })).map((e) => e.code)
+    expect(fatal(true)).toEqual([31, 35, 53, 90])
+    expect(fatal(false)).toEqual([31, 35, 49, 53, 90])
+  })
+
+  it('ambiguous answers and producer-state refusals', async () => {
+    const { isAmbiguous, refusesProducerState } = await import('../../src/edge/producer/error-policy.js')
+    expect(allErrors().filter((e) => isAmbiguous(e.code)).map((e) => e.code)).toEqual([7, 13, 20])
+    expect(allErrors().filter((e) => refusesProducerState(e.code)).map((e) => e.code)).toEqual([47, 48, 49, 90, 120])
+  })
+})

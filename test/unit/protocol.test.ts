@@ -6,7 +6,7 @@ import {
   errorCode, errorInfo, responseHeaderVersion, type ApiSchema, type Message,
 } from '../../src/edge/protocol/index.js'
 import type { Field } from '../../src/edge/protocol/schema.js'
-import { FrameDecoder } from '../../src/edge/transport/frame-decoder.js'
+import { FrameDecoder } from '../../src/edge/protocol/frame-decoder.js'
 import { rng } from '../helpers/records.js'
 
 const inRange = (r: readonly [number, number] | null, v: number) => r !== null && v >= r[0] && v <= r[1]
@@ -85,7 +85,7 @@ describe('schema engine', () => {
         }
         fc.assert(fc.property(fc.uint8Array({ maxLength: 200 }), fc.nat(), (bytes, seed) => {
           const mutated = valid.slice()
-          if (mutated.length > 0) for (let k = 0; k < 3; k++) mutated[(seed + k * 7919) % mutated.length] ^= 1 << (k % 8)
+          if (mutated.length > 0) for (let k = 0; k < 3; k++) mutated[(seed + k * 7919) % mutated.length]! ^= 1 << (k % 8)
           for (const input of [bytes, mutated]) {
             try { decodeResponse(api, v, input) } catch (e) { expect(e).toBeInstanceOf(ProtocolError) }
           }

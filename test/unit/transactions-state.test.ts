@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ApiException, FatalTransactionException, IllegalStateException, InvalidProducerEpochException, ProducerFencedException, TimeoutException, TransactionAbortableException } from '../../src/edge/errors.js'
+import { FatalTransactionException, IllegalStateException, InvalidProducerEpochException, ProducerFencedException, TimeoutException, TransactionAbortableException } from '../../src/edge/errors.js'
 import { apiError } from '../../src/edge/protocol/index.js'
 import { topicPartition } from '../../src/edge/producer/producer-batch.js'
 import { TXN_STATES, isTransitionValid, type TxnState } from '../../src/edge/producer/transactions.js'

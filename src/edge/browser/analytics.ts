@@ -250,7 +250,7 @@ export class Analytics {
   }
 
   private getProducer(): Producer {
-    if (this.producer && this.producer.txn?.state !== 'FATAL_ERROR') return this.producer
+    if (this.producer && !this.producer.state.fatal) return this.producer
     const old = this.producer
     if (old) void old.close({ timeoutMs: 0 }).catch(() => {})
     const o = this.o
@@ -307,7 +307,7 @@ export class Analytics {
     if (this.closed) return
     this.statsData.retries++
     // A producer that cannot go on (fatal state, closed) is replaced; otherwise it is reused.
-    if (this.producer === producer && (producer.txn?.state === 'FATAL_ERROR' || err.name === 'ClosedError')) {
+    if (this.producer === producer && (producer.state.fatal || err.name === 'ClosedError')) {
       this.producer = null
       void producer.close({ timeoutMs: 0 }).catch(() => {})
     }

@@ -17,8 +17,8 @@ class Sampled {
     const i = Math.floor(now / (WINDOW_MS / BUCKETS)) % BUCKETS
     const start = Math.floor(now / (WINDOW_MS / BUCKETS)) * (WINDOW_MS / BUCKETS)
     if (this.stamps[i] !== start) { this.stamps[i] = start; this.sums[i] = 0; this.counts[i] = 0; this.maxes[i] = -Infinity }
-    this.sums[i] += value
-    this.counts[i] += 1
+    this.sums[i]! += value
+    this.counts[i]! += 1
     if (value > this.maxes[i]!) this.maxes[i] = value
   }
 

@@ -7,8 +7,8 @@ import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
 import { topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
-import { TransactionManager } from './transaction-manager.js'
-import { TransactionCoordinatorClient, type GroupMetadata, type OffsetsToCommit } from './transactions.js'
+import { TransactionManager, type ProducerIdState } from './transaction-manager.js'
+import { TransactionCoordinatorClient, type GroupMetadata, type OffsetsToCommit, type TxnState } from './transactions.js'
 
 export type { RecordMetadata } from './producer-batch.js'
 
@@ -50,15 +50,31 @@ const capture = (resolve: Resolve, reject: Reject): void => { capturedResolve = 
  * buffer free) and otherwise queues, so records enter the accumulator in call order no matter which
  * of them had to wait for metadata or buffer space.
  */
+/** What the producer can say about itself without exposing its insides (Worker, browser SDK, tests). */
+export interface ProducerState {
+  /** The broker-assigned producer id and epoch; null until the first InitProducerId answer, or without idempotence. */
+  readonly producerId: bigint | null
+  readonly producerEpoch: number | null
+  /** The transaction state machine's state (transactional.id set), else the idempotent producer id's state, else null. */
+  readonly transactionState: TxnState | ProducerIdState | null
+  /** An error the producer cannot recover from happened: close it and create a new one. */
+  readonly fatal: boolean
+  readonly closed: boolean
+}
+
 export class Producer {
+  /** @internal */
   readonly config: ProducerConfig
   private core: Core | null = null
   private connecting: Promise<void> | null = null
+  /** @internal */
   readonly cluster: Cluster
   private accumulator!: RecordAccumulator
+  /** @internal */
   sender!: Sender
+  /** @internal */
   readonly txn: TransactionManager | null
-  /** The transactional state machine and coordinator client (transactional.id set), else null. */
+  /** @internal The transactional state machine and coordinator client (transactional.id set), else null. */
   readonly transactions: TransactionCoordinatorClient | null
   private partitioner: StickyPartitioner
   private readonly metricsRegistry: ProducerMetrics
@@ -92,8 +108,8 @@ export class Producer {
       transactionalId: c.transactionalId, transactionTimeoutMs: c.transactionTimeoutMs, retryBackoffMs: c.retryBackoffMs,
       maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.txn,
       host: {
-        hasIncomplete: () => this.waiting.length > 0 || (this.core !== null && this.accumulator.incomplete.size > 0),
-        flush: () => this.flush(),
+        hasIncomplete: () => this.waiting.length > 0 || (this.core !== null && (this.accumulator.incomplete.size > 0 || this.sender.inFlightRequests > 0)),
+        flush: () => this.flush().then(() => this.sender?.whenNoRequestsInFlight()),
         abortUndrainedBatches: (e) => this.abortUndrainedBatches(e),
         wakeupSender: () => this.sender?.wakeup(),
       },
@@ -101,6 +117,18 @@ export class Producer {
     this.partitioner = new StickyPartitioner(c.batchSize, c.partitionerAdaptive, c.random)
     this.metricsRegistry = new ProducerMetrics(c.clock)
     this.startedMs = c.clock.now()
+  }
+
+  get state(): ProducerState {
+    const pe = this.txn?.producerIdAndEpoch
+    const transactionState = this.transactions?.state ?? this.txn?.state ?? null
+    return {
+      producerId: pe && pe.producerId >= 0n ? pe.producerId : null,
+      producerEpoch: pe && pe.producerId >= 0n ? pe.epoch : null,
+      transactionState,
+      fatal: transactionState === 'FATAL_ERROR',
+      closed: this.closed,
+    }
   }
 
   /** Loads the WASM core and fetches cluster metadata. send() calls it implicitly. */
@@ -278,6 +306,7 @@ export class Producer {
           if (!this.core) {
             // A bootstrap hiccup is not the record's failure: the metadata wait below retries until max.block.ms.
             try { await this.connect() } catch (e) { if (!this.core) throw e }
+            if (this.waiting[0] !== p) continue
           }
           if (this.tryAppend(p)) { this.shiftWaiting(); continue }
           const left = deadline - c.clock.now()
@@ -296,6 +325,8 @@ export class Producer {
             this.pool.release(bytes)
           }
         } catch (e) {
+          // close() failed the waiting sends while this one waited (its wait then fails too).
+          if (this.waiting[0] !== p) continue
           this.shiftWaiting()
           this.failBeforeBatch(p, e instanceof TimeoutException && !(e instanceof BufferExhaustedException) ? this.blockTimeout(p) : e as Error)
         }

@@ -1,7 +1,8 @@
 import type { Cluster } from '../client/cluster.js'
 import type { Connection } from '../client/connection.js'
 import { InvalidRecordException, TimeoutException, markDelivery } from '../errors.js'
-import { InitProducerId, Produce, apiError, errorInfo, type Message } from '../protocol/index.js'
+import { invalidatesMetadata, isAmbiguous, isFatal, refusesProducerState } from './error-policy.js'
+import { InitProducerId, Produce, apiError, errorCode, errorInfo, type Message } from '../protocol/index.js'
 import type { RecordAccumulator } from './accumulator.js'
 import type { ProducerConfig } from './config.js'
 import type { ProducerMetrics } from './metrics.js'
@@ -19,15 +20,9 @@ interface PartitionResponse {
 }
 
 const INT_MAX = 2147483647
-/** Errors after which the partition's leader is in doubt (Java: InvalidMetadataException and network errors). */
-const STALE_METADATA = new Set([3, 5, 6, 13, 56, 74, 76, 103])
-/**
- * Answers after which the records may be in the log: no answer at all (13 network, 7 timeout) or
- * NOT_ENOUGH_REPLICAS_AFTER_APPEND. A later definite error cannot take that back.
- */
-const AMBIGUOUS = new Set([7, 13, 20])
-/** Errors that end the producer (Java: maybeTransitionToErrorState's fatal classes). */
-const FATAL = new Set([31, 35, 49, 53, 90])
+/** Brokers refuse zstd batches in Produce requests below v7 (Kafka 2.1), and a 2.0 broker cannot read them. */
+export const ZSTD_MIN_PRODUCE_VERSION = 7
+const UNSUPPORTED_COMPRESSION_TYPE = errorCode('UNSUPPORTED_COMPRESSION_TYPE')
 
 /**
  * The send loop (Java's Sender), driven by wakeups instead of a thread: each run finds ready nodes,
@@ -45,6 +40,7 @@ export class Sender {
   private readonly inFlightPerNode = new Map<number, number>()
   private readonly throttledUntil = new Map<number, number>()
   readonly inFlightBatches = new Set<ProducerBatch>()
+  private readonly idleWaiters: Array<() => void> = []
   private initInFlight = false
   private metadataInFlight = false
   private metadataBackoffUntil = 0
@@ -180,7 +176,7 @@ export class Sender {
       const code = res.errorCode as number
       if (code === 0) {
         txn.initialized({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number })
-      } else if (FATAL.has(code)) {
+      } else if (isFatal(code, { transactional: false })) {
         txn.transitionToFatal(apiError(code, 'InitProducerId'))
       } else {
         txn.state = 'UNINITIALIZED'
@@ -204,6 +200,17 @@ export class Sender {
 
   private sendProduce(node: number, batches: ProducerBatch[], now: number): void {
     const conn = this.cluster.connection(node)
+    if (this.config.compressionType === 'zstd') {
+      const version = conn.versionFor(Produce, this.produceVersionCap())
+      if (version === null || version < ZSTD_MIN_PRODUCE_VERSION) {
+        // Such a request would be refused (or misread) by the broker: the batches fail as its
+        // UNSUPPORTED_COMPRESSION_TYPE answer would fail them, without sending it.
+        const refused = errorResponse(UNSUPPORTED_COMPRESSION_TYPE)
+        refused.errorMessage = `broker ${conn.describe()} takes Produce up to ${version === null ? 'a version below ours' : `v${version}`}, and zstd batches need v${ZSTD_MIN_PRODUCE_VERSION} (Kafka 2.1); upgrade the broker or choose another compression.type`
+        for (const b of batches) this.completeBatch(b, refused, now)
+        return
+      }
+    }
     const byTopic = new Map<string, Array<{ index: number; records: Uint8Array }>>()
     let records = 0
     for (const b of batches) {
@@ -239,8 +246,19 @@ export class Sender {
       (err: unknown) => this.handleFailure(err, batches),
     ).finally(() => {
       this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 1) - 1)
+      if (this.inFlightRequests === 0) for (const resolve of this.idleWaiters.splice(0)) resolve()
       this.wakeup()
     })
+  }
+
+  /**
+   * Resolves once no Produce request is out. A batch that expired in flight is done, but its request
+   * may still reach the leader: EndTxn waits for that too, or the write could land after the
+   * transaction ended (on a broker without KIP-890 verification, opening one nobody ends).
+   */
+  whenNoRequestsInFlight(): Promise<void> {
+    if (this.inFlightRequests === 0) return Promise.resolve()
+    return new Promise((resolve) => this.idleWaiters.push(resolve))
   }
 
   /** Transactions without TV2 stop at Produce v11; everything else at 12 (v13 needs topic ids). */
@@ -270,7 +288,7 @@ export class Sender {
       if (pr.errorCode !== 0 && pr.currentLeader && pr.currentLeader.leaderId >= 0) {
         hinted = this.cluster.applyLeaderHint(b.tp.topic, b.tp.partition, pr.currentLeader.leaderId, pr.currentLeader.leaderEpoch, endpoints)
       }
-      if (STALE_METADATA.has(pr.errorCode) && !hinted) this.cluster.invalidateLeader(b.tp.topic, b.tp.partition)
+      if (invalidatesMetadata(pr.errorCode) && !hinted) this.cluster.invalidateLeader(b.tp.topic, b.tp.partition)
       this.completeBatch(b, pr, now)
     }
   }
@@ -290,7 +308,7 @@ export class Sender {
     this.inFlightBatches.delete(batch)
     if (batch.done) return
     const code = pr.errorCode
-    if (AMBIGUOUS.has(code)) batch.maybeWritten = true
+    if (isAmbiguous(code) || (refusesProducerState(code) && batch.inRetry)) batch.maybeWritten = true
     if (code === 10 && this.accumulator.canSplit(batch)) {
       this.splitAndReenqueue(batch)
       return
@@ -307,7 +325,7 @@ export class Sender {
         this.succeed(batch, -1n, -1n)
         return
       }
-      if (FATAL.has(code) && this.txn && !this.txn.isTransactional) this.txn.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
+      if (this.txn && !this.txn.isTransactional && isFatal(code, { transactional: false })) this.txn.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
       this.failBatch(batch, this.batchError(batch, pr), info.name, true, perRecordErrors(batch, pr))
       return
     }

@@ -79,7 +79,7 @@ export class TxnPartitionEntry {
   startSequencesAtBeginning(pe: ProducerIdAndEpoch, restamp: (b: ProducerBatch, s: ProducerStamp) => void, gap: SequenceGap | null = null): void {
     let seq = 0
     for (const b of this.inflight) {
-      if (gap && b.producerId === gap.producerId && b.producerEpoch === gap.epoch && b.baseSequence < gap.sequence) continue
+      if (gap && beforeGap(b, gap)) continue
       restamp(b, { producerId: pe.producerId, producerEpoch: pe.epoch, baseSequence: seq, transactional: b.transactional })
       b.sequenceHasBeenReset = true
       seq += b.recordCount
@@ -104,6 +104,16 @@ export class TxnPartitionEntry {
 
 /** Where a partition's sequence run is known to break: nothing from `sequence` on is in the log under that id/epoch. */
 export interface SequenceGap { readonly producerId: bigint; readonly epoch: number; readonly sequence: number }
+
+/**
+ * Whether a batch was stamped before the gap. A batch of an older epoch still in flight is one an
+ * earlier bump kept at its stamp because it may be in the log: it stays before any later gap.
+ */
+function beforeGap(b: ProducerBatch, gap: SequenceGap): boolean {
+  return b.producerId === gap.producerId && (b.producerEpoch < gap.epoch || (b.producerEpoch === gap.epoch && b.baseSequence < gap.sequence))
+}
+
+const earlierGap = (a: SequenceGap, b: SequenceGap): SequenceGap => (a.epoch < b.epoch || (a.epoch === b.epoch && a.sequence <= b.sequence) ? a : b)
 
 function compareBatches(a: ProducerBatch, b: ProducerBatch): number {
   if (a.producerId !== b.producerId) return a.producerId < b.producerId ? -1 : 1
@@ -260,9 +270,8 @@ export class TransactionManager {
       : null
     const prev = this.partitionsToRewrite.get(tp.key)
     if (prev === undefined) this.partitionsToRewrite.set(tp.key, gap)
-    else if (prev !== null && (gap === null || gap.producerId !== prev.producerId || gap.epoch !== prev.epoch || gap.sequence < prev.sequence)) {
-      this.partitionsToRewrite.set(tp.key, gap && gap.producerId === prev.producerId && gap.epoch === prev.epoch ? gap : null)
-    }
+    // Two gaps before one bump, also across epochs: what precedes the earlier one may be in the log.
+    else if (prev !== null) this.partitionsToRewrite.set(tp.key, gap && gap.producerId === prev.producerId ? earlierGap(prev, gap) : null)
   }
 
   /**

@@ -4,6 +4,7 @@ import {
   TimeoutException, TransactionAbortableException, TransactionAbortedException,
 } from '../errors.js'
 import { AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, FindCoordinator, InitProducerId, Produce, TxnOffsetCommit, apiError, errorInfo, type ApiSchema, type Message } from '../protocol/index.js'
+import { isFatal } from './error-policy.js'
 import { topicPartition, type TopicPartition } from './producer-batch.js'
 import type { ProducerIdAndEpoch, TransactionManager } from './transaction-manager.js'
 
@@ -28,8 +29,6 @@ export function isTransitionValid(from: TxnState, to: TxnState): boolean {
   return ALLOWED_FROM[to].includes(from)
 }
 
-/** Error codes that end the producer when a Produce batch fails inside a transaction (Java: maybeTransitionToErrorState). */
-const FATAL_BATCH_CODES = new Set([31, 35, 53, 90])
 
 const code = (name: string): number => ERR[name]!
 const ERR: Record<string, number> = {
@@ -80,9 +79,9 @@ export interface CoordinatorCluster {
 
 /** What the producer around the state machine provides: its batches, its sender. */
 export interface TransactionHost {
-  /** Any batch (or queued send) of the producer not yet completed. */
+  /** Any batch (or queued send) of the producer not yet completed, or a Produce request still out. */
   hasIncomplete(): boolean
-  /** Sends everything queued now and resolves once all of it completed. */
+  /** Sends everything queued now and resolves once all of it completed and no Produce request is out. */
   flush(): Promise<void>
   /** Fails the records that were never sent (no sequence yet) with `error`. */
   abortUndrainedBatches(error: Error): void
@@ -557,7 +556,7 @@ export class TransactionCoordinatorClient {
   /** A Produce batch of the transaction failed for good (Java: maybeTransitionToErrorState). */
   batchFailed(error: Error): void {
     const c = error instanceof ApiException ? error.code ?? null : null
-    if (c !== null && FATAL_BATCH_CODES.has(c)) {
+    if (c !== null && isFatal(c, { transactional: true })) {
       this.transitionToFatalError(c === code('PRODUCER_FENCED') ? fenced(this) : error)
       return
     }

@@ -1,5 +1,5 @@
 import { KafkaEdgeError, NetworkException, ProtocolError, SslAuthenticationException } from '../errors.js'
-import { FrameDecoder, looksLikeTlsRecord, plaintextToTlsError } from './frame-decoder.js'
+import { FrameDecoder, looksLikeTlsRecord, plaintextToTlsError } from '../protocol/frame-decoder.js'
 import type { BrokerAddress, Link, LinkHandlers, Transport } from './transport.js'
 
 /** The part of a `cloudflare:sockets` Socket this transport uses. */

@@ -1,8 +1,8 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 import { NetworkException, ProtocolError, SslAuthenticationException } from '../errors.js'
-import { FrameDecoder, looksLikeTlsRecord, plaintextToTlsError } from './frame-decoder.js'
-import type { BrokerAddress, Link, LinkHandlers, OpenOptions, TlsSettings, Transport } from './transport.js'
+import { FrameDecoder, looksLikeTlsRecord, plaintextToTlsError } from '../protocol/frame-decoder.js'
+import type { BrokerAddress, Link, LinkHandlers, TlsSettings, Transport } from './transport.js'
 
 export interface TcpOptions {
   connectTimeoutMs?: number

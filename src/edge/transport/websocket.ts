@@ -1,4 +1,4 @@
-import { AuthenticationException, AuthorizationException, KafkaEdgeError, NetworkException, ProtocolError, RecordTooLargeException } from '../errors.js'
+import { AuthenticationException, AuthorizationException, ConfigException, KafkaEdgeError, NetworkException, ProtocolError, RecordTooLargeException } from '../errors.js'
 import type { BrokerAddress, Link, LinkHandlers, Transport } from './transport.js'
 
 /** The subset of the WHATWG WebSocket this transport uses: browsers, workerd, Node 22, and `ws`. */
@@ -93,10 +93,20 @@ export function closeError(code: number, reason: string, where: string, tokenRef
     case 4401: return new AuthenticationException(`relay refused the token (${code})${why}`)
     case 4402: return new AuthenticationException(`relay token expired (${code})${why}${tokenRefreshable ? '' : '; pass a token function to refresh it'}`, { retriable: tokenRefreshable })
     case 4403: return new AuthorizationException(`relay refused the request (${code})${why}`)
+    case 4404: return new AuthorizationException(`relay refused the destination broker (${code})${why}: it is not among the brokers the relay may dial`)
     case 4400: return new ProtocolError(`relay says the client sent a malformed frame (${code})${why}`)
     case 1009: return new RecordTooLargeException(`relay refused a request larger than its frame limit (1009)${why}`)
     default: return new NetworkException(`connection to ${where} closed (${code})${why}`)
   }
+}
+
+/** The relay answered the upgrade with an HTTP error instead of a WebSocket. */
+export function upgradeError(status: number, where: string): KafkaEdgeError {
+  const why = `the relay answered the WebSocket upgrade to ${where} with HTTP ${status}`
+  if (status === 401) return new AuthenticationException(`${why}: the token is missing or invalid`)
+  if (status === 403) return new AuthorizationException(`${why}: this page's Origin (or the token) is not allowed by the relay`)
+  if (status === 404 || status === 426) return new ConfigException(`${why}: check the relay URL and its path`)
+  return new NetworkException(`${why}`)
 }
 
 function openSocket(address: BrokerAddress, handlers: LinkHandlers, o: WebSocketTransportOptions, token: string): Promise<Link> {
@@ -170,10 +180,15 @@ function openSocket(address: BrokerAddress, handlers: LinkHandlers, o: WebSocket
       if (size !== data.byteLength - 4) return fail(new ProtocolError(`relay message carries ${data.byteLength - 4} bytes but its size prefix says ${size}`))
       handlers.onFrame(new Uint8Array(data, 4))
     })
+    let upgradeStatus = 0
     ws.addEventListener('close', (event: { code: number; reason: string }) => {
-      finish(closeError(event.code, event.reason, where, refreshable))
+      finish(!opened && upgradeStatus ? upgradeError(upgradeStatus, where) : closeError(event.code, event.reason, where, refreshable))
     })
-    // An 'error' is always followed by 'close', which carries the code; nothing to do here but not throw.
-    ws.addEventListener('error', () => {})
+    // An 'error' is followed by 'close', which carries the code. Browsers hide why an upgrade failed;
+    // Node's and Bun's clients name the HTTP status, which tells a refusal from an outage.
+    ws.addEventListener('error', (event: { message?: string; error?: { message?: string } }) => {
+      const m = /Unexpected server response: (\d{3})/.exec(event?.error?.message ?? event?.message ?? '')
+      if (m) upgradeStatus = Number(m[1])
+    })
   })
 }

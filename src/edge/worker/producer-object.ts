@@ -32,7 +32,7 @@ export class ProducerObject {
   }
 
   private getProducer(): Producer {
-    if (this.producer && this.producer.txn?.state !== 'FATAL_ERROR') return this.producer
+    if (this.producer && !this.producer.state.fatal) return this.producer
     if (this.producer) void this.producer.close({ timeoutMs: 0 }).catch(() => {})
     this.producer = createProducer({
       'bootstrap.servers': this.env.KAFKA_BOOTSTRAP,
@@ -64,11 +64,11 @@ export class ProducerObject {
   }
 
   private status() {
-    const pe = this.producer?.txn?.producerIdAndEpoch
+    const state = this.producer?.state
     return {
       producer: this.producer ? 'open' : 'idle',
-      producerId: pe && pe.producerId >= 0n ? pe.producerId.toString() : null,
-      producerEpoch: pe && pe.producerId >= 0n ? pe.epoch : null,
+      producerId: state?.producerId?.toString() ?? null,
+      producerEpoch: state?.producerEpoch ?? null,
       connectionsOpened: this.connectionsOpened,
       // The protocol only, never the credentials: enough to tell whether a deploy picked up its config.
       securityProtocol: this.env.KAFKA_SECURITY_PROTOCOL?.trim().toUpperCase() || 'PLAINTEXT',

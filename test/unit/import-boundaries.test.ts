@@ -1,0 +1,75 @@
+// The layering rules, checked on every import in src/: a small scan instead of a dependency tool,
+// because the rules are few and each exception is stated here with its reason.
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+
+const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src')
+
+interface Import { from: string; to: string; specifier: string }
+
+function imports(): Import[] {
+  const out: Import[] = []
+  const walk = (dir: string) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name)
+      if (e.isDirectory()) walk(p)
+      else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
+        const text = fs.readFileSync(p, 'utf8')
+        for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)/g)) {
+          const specifier = (m[1] ?? m[2])!
+          const to = specifier.startsWith('.') ? path.relative(SRC, path.resolve(path.dirname(p), specifier)).replace(/\.js$/, '.ts') : specifier
+          out.push({ from: path.relative(SRC, p), to, specifier })
+        }
+      }
+    }
+  }
+  walk(SRC)
+  return out
+}
+
+const all = imports()
+const under = (dir: string) => (f: string) => f.startsWith(`${dir}/`)
+
+describe('import boundaries', () => {
+  it('finds the imports it checks', () => {
+    expect(all.length).toBeGreaterThan(100)
+    expect(all.some((i) => i.from === 'edge/producer/producer.ts' && i.to === 'edge/client/cluster.ts')).toBe(true)
+  })
+
+  it('nothing outside producer/ imports a producer internal: only producer.ts, config.ts (settings types) and the partitioner', () => {
+    const PUBLIC = new Set(['edge/producer/producer.ts', 'edge/producer/config.ts', 'edge/producer/partitioner.ts', 'edge/producer/transactions.ts'])
+    const bad = all.filter((i) => !under('edge/producer')(i.from) && under('edge/producer')(i.to) && !PUBLIC.has(i.to))
+    expect(bad).toEqual([])
+    // transactions.ts is reached from outside for its types only (TxnState, GroupMetadata, OffsetsToCommit).
+    for (const i of all.filter((i) => !under('edge/producer')(i.from) && i.to === 'edge/producer/transactions.ts')) {
+      const line = fs.readFileSync(path.join(SRC, i.from), 'utf8').split('\n').find((l) => l.includes(i.specifier))!
+      expect(line, i.from).toMatch(/^export type |^import type /)
+    }
+  })
+
+  it('protocol/ and auth/ stand on errors and each other only: sans-IO, no transport, client or producer', () => {
+    const bad = all.filter((i) => (under('edge/protocol')(i.from) || under('edge/auth')(i.from)) && i.to.startsWith('edge/') &&
+      !under('edge/protocol')(i.to) && !under('edge/auth')(i.to) && i.to !== 'edge/errors.ts')
+    expect(bad).toEqual([])
+  })
+
+  it('bridge/ imports protocol/, auth/, errors and the transport seam; of the transports only the Node dialer (one TLS verification for producer and relay)', () => {
+    const ALLOWED = (to: string) => under('edge/protocol')(to) || under('edge/auth')(to) || to === 'edge/errors.ts' ||
+      to === 'edge/transport/transport.ts' || to === 'edge/transport/node-tcp.ts'
+    const bad = all.filter((i) => under('bridge')(i.from) && i.to.startsWith('edge/') && !ALLOWED(i.to))
+    expect(bad).toEqual([])
+  })
+
+  it('no Node built-in in src/edge outside the Node transport and entry (the core loads in browsers, workerd, Deno, Bun)', () => {
+    const NODE_ONLY = new Set(['edge/transport/node-tcp.ts', 'edge/node.ts'])
+    const bad = all.filter((i) => under('edge')(i.from) && !NODE_ONLY.has(i.from) && (i.to.startsWith('node:') || ['fs', 'net', 'tls', 'crypto', 'path', 'buffer'].includes(i.to)))
+    expect(bad).toEqual([])
+  })
+
+  it('the producer never imports a transport implementation: transports are injected', () => {
+    const bad = all.filter((i) => (under('edge/producer')(i.from) || under('edge/client')(i.from)) && under('edge/transport')(i.to) && i.to !== 'edge/transport/transport.ts')
+    expect(bad).toEqual([])
+  })
+})
