@@ -652,7 +652,9 @@ async function fetchBundledCore(): Promise<CoreSource> {
   return response
 }
 
-const WHERE_THE_CORE_COMES_FROM = '. A bundler that does not copy `new URL(..., import.meta.url)` assets (esbuild) needs the core passed as the producer\'s `wasm` (e.g. fetch() of kafka-edge/core.wasm emitted with the file loader), or import kafka-edge/inline, which embeds it'
+const WHERE_THE_CORE_COMES_FROM = '. A bundler that does not copy `new URL(..., import.meta.url)` assets (esbuild) needs the core'
+  + ' passed as the producer\'s `wasm` (e.g. fetch() of kafka-edge/core.wasm emitted with the file loader),'
+  + ' or import kafka-edge/inline, which embeds it'
 
 let defaultSource: DefaultCoreSource = fetchBundledCore
 
@@ -742,7 +744,8 @@ async function instantiate(source: CoreSource | Promise<CoreSource>): Promise<Co
     // Both refusals look alike (a CompileError about code generation): name both ways out.
     const hint = resolved instanceof WebAssembly.Module
       ? ''
-      : ". A page whose Content-Security-Policy has script-src needs 'wasm-unsafe-eval' in it; workerd forbids compiling bytes: pass the WebAssembly.Module that `import core from 'kafka-edge/core.wasm'` gives"
+      : ". A page whose Content-Security-Policy has script-src needs 'wasm-unsafe-eval' in it;"
+        + " workerd forbids compiling bytes: pass the WebAssembly.Module that `import core from 'kafka-edge/core.wasm'` gives"
     throw new WasmCoreError(`could not load the kafka-edge WebAssembly core: ${(err as Error)?.message ?? err}${hint}`, { cause: err })
   }
 }
