@@ -14,7 +14,7 @@ import { signToken } from '../src/bridge/token.js'
 import { createProducer, websocket, type Producer } from '../src/edge/index.js'
 import { tcp } from '../src/edge/node.js'
 import { Metadata, encodeRequest } from '../src/edge/protocol/index.js'
-import { FrameDecoder } from '../src/edge/transport/frame-decoder.js'
+import { FrameDecoder } from '../src/edge/protocol/frame-decoder.js'
 import { createTopic, ensureCluster, uniqueTopic, type Cluster } from '../test/helpers/kafka.js'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
 

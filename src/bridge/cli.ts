@@ -30,8 +30,15 @@ function flags(argv: string[]): Map<string, string> {
   return out
 }
 
+const HELP = new Set(['--help', '-h', 'help'])
+
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const [command, ...rest] = argv
+  // Checked before the flags are parsed: the parser reads `--help` as a flag that lacks its value.
+  if (command === undefined || HELP.has(command) || rest.some((a) => a === '--help' || a === '-h')) {
+    process.stdout.write(`${USAGE}\n`)
+    return 0
+  }
   try {
     if (command === 'bridge') return await bridge(flags(rest), env)
     if (command === 'token') return token(flags(rest), env)
@@ -40,7 +47,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     throw e
   }
   process.stderr.write(`${USAGE}\n`)
-  return command === undefined || command === '--help' || command === 'help' ? 0 : 2
+  return 2
 }
 
 async function bridge(f: Map<string, string>, env: NodeJS.ProcessEnv): Promise<number> {

@@ -1,6 +1,6 @@
 // Helpers for the Chromium e2e: the analytics SDK bundled for the page, a static page server on
 // 127.0.0.1, and Debian's Chromium launched headless through playwright-core with a fresh profile.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
@@ -11,7 +11,7 @@ export const hasChromium = existsSync(CHROMIUM)
 
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 
-/** src/edge/browser bundled as one ES module (the WASM core embedded, compiled from bytes in the page). */
+/** src/edge/browser bundled as one ES module; the WASM core stays a separate file (servePage serves it). */
 export async function bundleSdk(): Promise<string> {
   const esbuild = await import('esbuild')
   const out = await esbuild.build({
@@ -47,6 +47,8 @@ export async function servePage(sdk: string): Promise<PageServer> {
     const url = new URL(req.url ?? '/', 'http://x')
     if (url.pathname === '/') { res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }); res.end(PAGE); return }
     if (url.pathname === '/sdk.js') { res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }); res.end(sdk); return }
+    // Where the bundle's new URL('../../../build/core.wasm', import.meta.url) lands from /sdk.js.
+    if (url.pathname === '/build/core.wasm') { res.writeHead(200, { 'content-type': 'application/wasm' }); res.end(readFileSync(path.join(ROOT, 'build', 'core.wasm'))); return }
     res.writeHead(404); res.end()
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))

@@ -82,7 +82,7 @@ beforeAll(async () => {
 })
 
 describe('build/core.wasm (all codecs, encoders and decoders)', () => {
-  it('is the module embedded as base64 (the default loadCore())', () => {
+  it('is the module kafka-edge/inline embeds as base64', () => {
     expect(Buffer.from(CORE_WASM_BASE64, 'base64').equals(Buffer.from(wasmBytes('core')))).toBe(true)
   })
 

@@ -57,7 +57,7 @@ export interface AnalyticsOptions {
   key?: (event: AnalyticsEvent) => string | null | undefined
   /** Called with send errors (the events stay in the outbox and are retried). */
   onError?: (error: Error) => void
-  /** The compiled core module where compiling WASM from bytes is not allowed (strict CSP). */
+  /** The compiled core module, for a page that does not load core.wasm from next to its bundle (see docs/browser.md). */
   wasm?: WebAssembly.Module
 }
 

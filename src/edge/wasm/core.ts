@@ -617,8 +617,56 @@ function outOfMemory(bytes: number): WasmCoreError {
 /** ArrayBufferView too: TS 5.7+ types a Node Buffer / Uint8Array<ArrayBufferLike> as not a BufferSource. */
 export type CoreSource = WebAssembly.Module | BufferSource | ArrayBufferView | Promise<Response> | Response
 
-let embedded: Promise<Core> | undefined
+let defaultCore: Promise<Core> | undefined
 const loaded = new WeakMap<object, Promise<Core>>()
+
+/** What loadCore() uses when the producer is given no `wasm`: a function, so nothing loads until a producer connects. */
+export type DefaultCoreSource = () => CoreSource | Promise<CoreSource>
+
+/**
+ * The literal stays inside `new URL(..., import.meta.url)` because that is the form Vite, webpack
+ * and Parcel recognise: they copy the file into the build and rewrite the URL. src/edge/wasm and
+ * dist/edge/wasm sit at the same depth, so the path holds in a checkout and in the package.
+ */
+function bundledCoreUrl(): URL {
+  return new URL('../../../build/core.wasm', import.meta.url)
+}
+
+/**
+ * The separate build/core.wasm: read from disk where the module URL is a file (Node, Deno, Bun;
+ * `process.getBuiltinModule` keeps `node:fs` out of what browser bundlers see), fetched otherwise.
+ */
+async function fetchBundledCore(): Promise<CoreSource> {
+  const url = bundledCoreUrl()
+  if (url.protocol === 'file:') {
+    const getBuiltin = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule
+    const fs = getBuiltin?.('fs/promises') as { readFile(u: URL): Promise<Uint8Array> } | undefined
+    if (fs) return fs.readFile(url)
+  }
+  let response: Response
+  try {
+    response = await fetch(url)
+  } catch (err) {
+    throw new WasmCoreError(`could not fetch the kafka-edge WebAssembly core from ${url.href}: ${(err as Error)?.message ?? err}${WHERE_THE_CORE_COMES_FROM}`, { cause: err })
+  }
+  if (!response.ok) throw new WasmCoreError(`fetching the kafka-edge WebAssembly core from ${url.href} failed: HTTP ${response.status}${WHERE_THE_CORE_COMES_FROM}`)
+  return response
+}
+
+const WHERE_THE_CORE_COMES_FROM = '. A bundler that does not copy `new URL(..., import.meta.url)` assets (esbuild) needs the core'
+  + ' passed as the producer\'s `wasm` (e.g. fetch() of kafka-edge/core.wasm emitted with the file loader),'
+  + ' or import kafka-edge/inline, which embeds it'
+
+let defaultSource: DefaultCoreSource = fetchBundledCore
+
+/**
+ * @internal Replaces where loadCore() finds the core when it is given none: the `kafka-edge/inline`
+ * entry installs its embedded copy, the workerd entry the module wrangler compiled.
+ */
+export function setDefaultCoreSource(source: DefaultCoreSource): void {
+  defaultSource = source
+  defaultCore = undefined
+}
 
 export interface LoadCoreOptions {
   /**
@@ -630,11 +678,13 @@ export interface LoadCoreOptions {
 }
 
 /**
- * Instantiates the core. Without a source it uses the module embedded as base64 (browsers, Node,
- * Deno, Bun), which has all four codecs; workerd forbids compiling bytes at runtime, so there pass
- * the WebAssembly.Module the bundler imports from `kafka-edge/core.wasm`. Smaller builds with one
- * codec (`kafka-edge/core-lz4.wasm`, `core-gzip`, `core-snappy`, `core-zstd`), none (`core-none`)
- * or only the encoders (`core-encoders`) load the same way. Results are cached per source.
+ * Instantiates the core. Without a source it loads `kafka-edge/core.wasm` (all four codecs) as a
+ * separate file: read from disk in Node, Deno and Bun, fetched next to the bundle in a page (Vite
+ * and webpack emit it), imported as a module under workerd. `kafka-edge/inline` embeds it as
+ * base64 instead, for one-file deployments. Smaller builds with one codec
+ * (`kafka-edge/core-lz4.wasm`, `core-gzip`, `core-snappy`, `core-zstd`), none (`core-none`) or only
+ * the encoders (`core-encoders`) are passed as `source` (a WebAssembly.Module, bytes, or a fetch()
+ * Response). Results are cached per source.
  */
 export async function loadCore(source?: CoreSource, opts: LoadCoreOptions = {}): Promise<Core> {
   const core = await loadCoreCached(source)
@@ -648,11 +698,12 @@ export async function loadCore(source?: CoreSource, opts: LoadCoreOptions = {}):
 
 function loadCoreCached(source?: CoreSource): Promise<Core> {
   if (source === undefined) {
-    if (embedded === undefined) {
-      embedded = instantiate(import('./core.generated.js').then((m) => base64Bytes(m.CORE_WASM_BASE64)))
-      embedded.catch(() => { embedded = undefined })
+    if (defaultCore === undefined) {
+      const p = instantiate(Promise.resolve().then(defaultSource))
+      defaultCore = p
+      p.catch(() => { if (defaultCore === p) defaultCore = undefined })
     }
-    return embedded
+    return defaultCore
   }
   let core = loaded.get(source)
   if (core === undefined) {
@@ -663,7 +714,7 @@ function loadCoreCached(source?: CoreSource): Promise<Core> {
   return core
 }
 
-async function instantiate(source: CoreSource | Promise<Uint8Array>): Promise<Core> {
+async function instantiate(source: CoreSource | Promise<CoreSource>): Promise<Core> {
   let memory: WebAssembly.Memory | undefined
   const imports = {
     env: {
@@ -675,27 +726,27 @@ async function instantiate(source: CoreSource | Promise<Uint8Array>): Promise<Co
       trace: () => {},
     },
   }
+  let resolved: CoreSource | undefined
   try {
+    resolved = await source
     let instance: WebAssembly.Instance
-    if (source instanceof WebAssembly.Module) {
-      instance = await WebAssembly.instantiate(source, imports)
+    if (resolved instanceof WebAssembly.Module) {
+      instance = await WebAssembly.instantiate(resolved, imports)
+    } else if (isResponse(resolved)) {
+      instance = await instantiateResponse(resolved, imports)
     } else {
-      const resolved = await source
-      if (isResponse(resolved)) {
-        instance = await instantiateResponse(resolved, imports)
-      } else {
-        instance = (await WebAssembly.instantiate(resolved as BufferSource, imports)).instance
-      }
+      instance = (await WebAssembly.instantiate(resolved as BufferSource, imports)).instance
     }
     const exports = instance.exports as unknown as CoreExports
     memory = exports.memory
     return new Core(exports)
   } catch (err) {
     if (err instanceof WasmCoreError) throw err
-    // workerd (and pages with a strict CSP) refuse to compile bytes at runtime: say what to do instead.
-    const hint = source instanceof WebAssembly.Module
+    // Both refusals look alike (a CompileError about code generation): name both ways out.
+    const hint = resolved instanceof WebAssembly.Module
       ? ''
-      : '; where compiling from bytes is not allowed (Cloudflare Workers, strict CSP), pass the WebAssembly.Module imported from kafka-edge/core.wasm'
+      : ". A page whose Content-Security-Policy has script-src needs 'wasm-unsafe-eval' in it;"
+        + " workerd forbids compiling bytes: pass the WebAssembly.Module that `import core from 'kafka-edge/core.wasm'` gives"
     throw new WasmCoreError(`could not load the kafka-edge WebAssembly core: ${(err as Error)?.message ?? err}${hint}`, { cause: err })
   }
 }
@@ -713,7 +764,8 @@ async function instantiateResponse(response: Response, imports: WebAssembly.Impo
   return (await WebAssembly.instantiate(await response.arrayBuffer(), imports)).instance
 }
 
-function base64Bytes(b64: string): Uint8Array {
+/** @internal For kafka-edge/inline. */
+export function base64Bytes(b64: string): Uint8Array {
   const bin = atob(b64)
   const out = new Uint8Array(bin.length)
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i)
