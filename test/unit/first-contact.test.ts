@@ -42,3 +42,26 @@ describe('first contact from a plain Node script', () => {
     expect(Date.now() - started).toBeLessThan(15_000)
   })
 })
+
+describe('debug and logger settings', () => {
+  it("debug: 'connection,metadata' logs each failed connection and metadata attempt with structured fields", async () => {
+    const { createProducer, tcp } = await import('../../src/edge/node.js')
+    const lines: Array<{ message: string; fields: Record<string, unknown> }> = []
+    const logger = { debug: (message: string, fields: Record<string, unknown>) => lines.push({ message, fields }), warn: () => {} }
+    const p = createProducer({ 'bootstrap.servers': '127.0.0.1:1', transport: tcp(), 'max.block.ms': 600, debug: 'connection,metadata', logger })
+    await p.send({ topic: 't', value: 'x' }).catch(() => {})
+    await p.close()
+    const failed = lines.find((l) => l.message === 'connection failed')
+    expect(failed?.fields).toMatchObject({ context: 'connection', broker: '127.0.0.1:1', error: 'NetworkException' })
+    expect(String(failed?.fields.reason)).toMatch(/refused/)
+    expect(lines.some((l) => l.message === 'metadata request failed' && l.fields.context === 'metadata')).toBe(true)
+    expect(lines.every((l) => l.fields.context === 'connection' || l.fields.context === 'metadata')).toBe(true)
+  })
+
+  it('an unknown debug context or a logger without methods is a ConfigException', async () => {
+    const { createProducer, tcp, ConfigException } = await import('../../src/edge/node.js')
+    expect(() => createProducer({ 'bootstrap.servers': 'b:9092', transport: tcp(), debug: 'brokers' })).toThrow(ConfigException)
+    expect(() => createProducer({ 'bootstrap.servers': 'b:9092', transport: tcp(), debug: 'brokers' })).toThrow(/connection, metadata, retry, epoch, all/)
+    expect(() => createProducer({ 'bootstrap.servers': 'b:9092', transport: tcp(), logger: console.log as never })).toThrow(/logger must have debug/)
+  })
+})

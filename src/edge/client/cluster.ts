@@ -1,5 +1,6 @@
 import type { SaslMechanism } from '../auth/mechanism.js'
 import type { Clock } from '../clock.js'
+import { silentLog, type Log } from '../log.js'
 import { KafkaEdgeError, NetworkException } from '../errors.js'
 import { Metadata, type Message } from '../protocol/index.js'
 import type { BrokerAddress, TlsSettings, Transport } from '../transport/transport.js'
@@ -28,6 +29,7 @@ export interface ClusterOptions {
   tls?: TlsSettings | null
   sasl?: SaslMechanism | null
   random?: () => number
+  log?: Log
 }
 
 /**
@@ -66,7 +68,7 @@ export class Cluster {
   private open(key: number, address: BrokerAddress): Connection {
     const conn = new Connection(address, this.opts.transport, {
       clientId: this.opts.clientId, requestTimeoutMs: this.opts.requestTimeoutMs, clock: this.opts.clock,
-      tls: this.opts.tls, sasl: this.opts.sasl, random: this.opts.random,
+      tls: this.opts.tls, sasl: this.opts.sasl, random: this.opts.random, log: this.opts.log,
     })
     this.connections.set(key, conn)
     conn.connect().catch((e: unknown) => { this.lastError = e instanceof Error ? e : new NetworkException(String(e)) })
@@ -119,10 +121,18 @@ export class Cluster {
         this.apply(res)
         this.lastRefreshMs = this.opts.clock.now()
         this.lastError = null
+        const log = this.opts.log ?? silentLog
+        if (log.on('metadata')) {
+          log.debug('metadata', 'metadata updated', {
+            broker: conn.describe(), brokers: this.brokers.size,
+            topics: Object.fromEntries(names.map((t) => [t, this.topics.get(t)?.errorCode ? `error ${this.topics.get(t)!.errorCode}` : this.partitionCount(t)])),
+          })
+        }
         return
       } catch (e) {
         lastError = e
         this.lastError = e instanceof Error ? e : new NetworkException(String(e))
+        ;(this.opts.log ?? silentLog).debug('metadata', 'metadata request failed', { broker: conn.describe(), error: this.lastError.name, reason: this.lastError.message })
         conn.close()
       }
     }

@@ -1,6 +1,7 @@
 import type { SaslMechanism } from '../auth/mechanism.js'
 import { authenticate, reauthenticationDelay } from '../auth/sasl.js'
 import type { Clock } from '../clock.js'
+import { silentLog, type Log } from '../log.js'
 import { ClosedError, KafkaEdgeError, NetworkException, ProtocolError, TimeoutException } from '../errors.js'
 import { ApiVersions, apiError, decodeResponse, encodeRequest, responseCorrelationId, type ApiSchema, type Message } from '../protocol/index.js'
 import type { BrokerAddress, Link, TlsSettings, Transport } from '../transport/transport.js'
@@ -16,6 +17,7 @@ export interface ConnectionOptions {
   /** Handed to the transport: TLS to the broker. */
   tls?: TlsSettings | null
   random?: () => number
+  log?: Log
 }
 
 export interface PendingRequest {
@@ -84,7 +86,10 @@ export class Connection {
     await this.negotiateVersions()
     if (this.opts.sasl) this.scheduleReauthentication(await this.authenticate(this.opts.sasl))
     this.negotiated = true
+    this.log.debug('connection', 'connected', { broker: this.describe(), tls: this.opts.tls !== undefined && this.opts.tls !== null, sasl: this.opts.sasl?.name ?? null })
   }
+
+  private get log(): Log { return this.opts.log ?? silentLog }
 
   /** Runs on a quiet connection: before the first request, or behind the re-authentication gate. */
   private async authenticate(mechanism: SaslMechanism): Promise<number> {
@@ -118,6 +123,7 @@ export class Connection {
       if (this.closedError) return
       const lifetimeMs = await this.authenticate(this.opts.sasl)
       this.reauthentications++
+      this.log.debug('connection', 're-authenticated', { broker: this.describe(), sessionLifetimeMs: lifetimeMs })
       this.scheduleReauthentication(lifetimeMs)
     } catch (e) {
       this.fail(e instanceof Error ? e : new NetworkException(String(e)))
@@ -252,6 +258,7 @@ export class Connection {
     this.inFlight.clear()
     if (this.reauthTimer !== null) this.opts.clock.clearTimeout(this.reauthTimer)
     this.link?.close()
+    this.log.debug('connection', this.negotiated ? 'connection closed' : 'connection failed', { broker: this.describe(), error: error.name, reason: error.message })
     this.onClose?.(error)
   }
 

@@ -2,6 +2,7 @@ import { systemClock, type Clock } from '../clock.js'
 import { ConfigException } from '../errors.js'
 import type { CompressionType } from '../wasm/core.js'
 import type { SaslMechanism } from '../auth/mechanism.js'
+import { LOG_CONTEXTS, Log, consoleLogger, type LogContext, type Logger } from '../log.js'
 import { oauthBearer, parseJaasConfig, plain, type OAuthBearerToken } from '../auth/sasl.js'
 import { awsMskIam, type AwsCredentials } from '../auth/aws-msk-iam.js'
 import { scram } from '../auth/scram.js'
@@ -36,6 +37,7 @@ export interface ProducerConfig {
   partitionerAdaptive: boolean
   transport: Transport
   security: SecurityConfig
+  log: Log
   clock: Clock
   random: () => number
   wasm: unknown
@@ -134,6 +136,10 @@ export interface JavaProducerSettings {
   'ssl.key.pem'?: string
   /** Default 'https' (verify the broker's host name); '' turns the check off. */
   'ssl.endpoint.identification.algorithm'?: 'https' | ''
+  /** Contexts to log at debug level, comma-separated (librdkafka's setting): connection, metadata, retry, epoch, or all. */
+  debug?: string
+  /** Where logs go (default console when `debug` is set); also receives warnings. */
+  logger?: Logger
   /** Injected time (tests, simulation). */
   clock?: Clock
   /** Injected randomness (tests, simulation). */
@@ -184,6 +190,15 @@ const pem = (v: unknown, key: string): string => {
   if (!/-----BEGIN [A-Z0-9 ]+-----/.test(s)) throw new ConfigException(`${key} must hold PEM text (-----BEGIN ...-----), not a file name; read the file and pass its contents`)
   return s
 }
+function parseDebug(v: unknown, key: string): LogContext[] {
+  const names = str(v, key).split(',').map((s) => s.trim()).filter(Boolean)
+  if (names.includes('all')) return [...LOG_CONTEXTS]
+  for (const n of names) {
+    if (!(LOG_CONTEXTS as readonly string[]).includes(n)) throw new ConfigException(`${key} context ${JSON.stringify(n)} is not one of ${LOG_CONTEXTS.join(', ')}, all`)
+  }
+  return names as LogContext[]
+}
+
 function parseExtensions(v: unknown, key: string): Record<string, string> {
   if (typeof v === 'string') {
     const out: Record<string, string> = {}
@@ -244,6 +259,12 @@ const SPECS: Spec[] = [
   { key: 'ssl.certificate.pem', default: null, parse: pem },
   { key: 'ssl.key.pem', default: null, parse: pem },
   { key: 'ssl.endpoint.identification.algorithm', default: 'https', parse: oneOf(['https', '']) },
+  { key: 'debug', default: '', parse: (v, k) => parseDebug(v, k) },
+  { key: 'logger', default: null, parse: (v, k) => {
+    const l = v as Logger | null
+    if (l === null || (typeof l === 'object' && typeof l.debug === 'function' && typeof l.warn === 'function')) return l
+    throw new ConfigException(`${k} must have debug(message, fields) and warn(message, fields) methods`)
+  } },
   { key: 'transport', default: undefined, parse: any },
   { key: 'clock', default: systemClock, parse: any },
   { key: 'random', default: Math.random, parse: any },
@@ -356,6 +377,7 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
     partitionerAdaptive: get('partitioner.adaptive.partitioning.enable'),
     transport,
     security,
+    log: makeLog(get<Logger | null>('logger'), get<LogContext[] | string>('debug')),
     clock: get('clock'),
     random: get('random'),
     wasm: get('wasm'),
@@ -470,4 +492,9 @@ function saslFromSettings(get: <T>(k: string) => T, given: Map<string, unknown>)
       '(a function returning { accessKeyId, secretAccessKey, sessionToken? })')
   }
   return awsMskIam({ region, credentials })
+}
+
+function makeLog(logger: Logger | null, debug: LogContext[] | string): Log {
+  const contexts = typeof debug === 'string' ? [] : debug
+  return new Log(logger ?? (contexts.length > 0 ? consoleLogger : null), contexts)
 }

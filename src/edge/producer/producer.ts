@@ -100,7 +100,7 @@ export class Producer {
     const c = this.config
     this.cluster = new Cluster({
       bootstrap: c.bootstrapServers, transport: c.transport, clock: c.clock, clientId: c.clientId, requestTimeoutMs: c.requestTimeoutMs,
-      metadataMaxAgeMs: c.metadataMaxAgeMs, tls: c.security.tls, sasl: c.security.sasl, random: c.random,
+      metadataMaxAgeMs: c.metadataMaxAgeMs, tls: c.security.tls, sasl: c.security.sasl, random: c.random, log: c.log,
     })
     this.txn = c.idempotence ? new TransactionManager(c.transactionalId, (b, s) => {
       restamp(this.core!, b.bytes!, s)

@@ -101,7 +101,10 @@ export class Sender {
       }
       const unresolved = txn.maybeResolveSequences()
       if (unresolved) this.txnHooks?.batchFailed(unresolved)
-      if (txn.bumpIdempotentEpochIfRequired()) this.metrics.epochBumps++
+      if (txn.bumpIdempotentEpochIfRequired()) {
+        this.metrics.epochBumps++
+        this.config.log.debug('epoch', 'epoch bumped', { producerId: txn.producerIdAndEpoch.producerId, epoch: txn.producerIdAndEpoch.epoch })
+      }
       if (!txn.hasProducerId) {
         // A transactional producer gets its id from initTransactions(), never here.
         if (!txn.isTransactional) this.ensureProducerId(now)
@@ -177,6 +180,7 @@ export class Sender {
       const code = res.errorCode as number
       if (code === 0) {
         txn.initialized({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number })
+        this.config.log.debug('epoch', 'producer id assigned', { producerId: res.producerId, epoch: res.producerEpoch, broker: conn.describe() })
       } else if (isFatal(code, { transactional: false })) {
         txn.transitionToFatal(apiError(code, 'InitProducerId'))
       } else {
@@ -324,6 +328,11 @@ export class Sender {
       if (this.canRetry(batch, pr, now)) {
         this.metrics.recordRetry.record(batch.recordCount)
         this.metrics.totals.recordRetries += batch.recordCount
+        if (this.config.log.on('retry')) {
+          this.config.log.debug('retry', 'batch retried', {
+            partition: `${batch.tp.topic}-${batch.tp.partition}`, error: info.name, attempt: batch.attempts + 1, records: batch.recordCount, baseSequence: batch.baseSequence,
+          })
+        }
         this.accumulator.reenqueue(batch, now)
         return
       }
