@@ -1,4 +1,7 @@
-// RecordBatch v2 builder. See shared/reference/kafka-producer.md section 2 for the layout.
+// RecordBatch v2 builder. The 61-byte header: baseOffset i64, batchLength i32, partitionLeaderEpoch
+// i32, magic i8 (2), crc u32 (CRC32C of everything after it), attributes i16 (codec, transactional,
+// control), lastOffsetDelta i32, baseTimestamp i64, maxTimestamp i64, producerId i64, producerEpoch
+// i16, baseSequence i32, record count i32; then the records, compressed as one block when a codec is set.
 //
 // Each open batch owns one heap region (TLSF allocator of the `minimal` runtime, so freed regions
 // coalesce and memory stays bounded by the peak of concurrently open batches). The first 61 bytes

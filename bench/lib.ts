@@ -1,5 +1,5 @@
-// Shared benchmark plumbing: timing, the results file (format in shared/DESIGN.md "Benchmarks")
-// and the printed table.
+// Shared benchmark plumbing: timing, the results file ({ name, when, machine, config, results:
+// [{ impl, metric, unit, value }] }, every peer measured in the same run) and the printed table.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
