@@ -24,7 +24,7 @@
 //   npm run bench -- produce
 //   BENCH_SIZES=100 BENCH_CODECS=lz4 BENCH_ROUNDS=1 npm run bench -- produce     (one config, quick)
 //   BENCH_IMPLS=kafka-edge,platformatic npm run bench -- produce                 (those only; nothing written)
-//   BENCH_RECORDS (fast peers at 100 B, default 1,000,000), BENCH_JS_RECORDS (kafkajs and platformatic,
+//   BENCH_RECORDS (fast peers at 100 B, default 1,000,000), BENCH_JS_RECORDS (confluent, kafkajs, platformatic,
 //   default 500,000); 1 KB values send a quarter as many records
 //   BENCH_CPU_PROF=1 npm run bench -- produce      (a kafka-edge child under node --cpu-prof at the end)
 import { spawn, spawnSync } from 'node:child_process'
@@ -52,11 +52,11 @@ const IMPLS = process.env.BENCH_IMPLS?.split(',') ?? null
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
 const runs = (impl: string) => IMPLS === null || IMPLS.includes(impl)
 
-/** Peers in round order; `js` ones send JS_RECORDS. */
+/** Peers in round order; `js` ones (the JavaScript clients, librdkafka's bindings included) send JS_RECORDS. */
 const PEERS = [
   { impl: 'kafka-edge', runtime: 'node22', js: false },
   { impl: 'java', runtime: 'java', js: false },
-  { impl: 'confluent', runtime: 'node22', js: false },
+  { impl: 'confluent', runtime: 'node22', js: true },
   { impl: 'platformatic-idempotent', runtime: 'node22', js: true },
   { impl: 'platformatic', runtime: 'node22', js: true },
   { impl: 'kafkajs-idempotent', runtime: 'node22', js: true },
@@ -66,7 +66,7 @@ const PEERS = [
 /** The JavaScript peers the ">= 2x the best JavaScript peer" target compares with. */
 const JS_PEERS = ['confluent', 'platformatic-idempotent', 'platformatic', 'kafkajs-idempotent', 'kafkajs']
 
-export interface ChildResult { records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number; maxOutstanding?: number; firstError?: string }
+export interface ChildResult { records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number; maxOutstanding?: number; firstError?: string; brokerCpuUs?: number }
 export interface Config { valueBytes: number; compression: string }
 const configName = (c: Config) => `${c.valueBytes}B ${c.compression}`
 const recordsFor = (js: boolean, valueBytes: number) => Math.max(1000, Math.round((js ? JS_RECORDS : RECORDS) * Math.min(1, 256 / valueBytes)))
@@ -100,7 +100,15 @@ export default async function produce(args: string[]): Promise<void> {
   const dropTopic = (t: string) => kafka.deleteTopic(cluster, t).catch(() => {})
   const childEnv = { BENCH_PLATFORMATIC_ENTRY: peers.PLATFORMATIC_ENTRY, BENCH_CONFLUENT_DIR: peers.CONFLUENT_DIR }
 
+  // The broker shares the 2 cores with the producer: its CPU per record bounds what any producer can reach.
+  const brokerPid = cluster.nodes[0]!.pid
   const runPeer = async (impl: string, runtime: string, topic: string, n: number, c: Config, viaTls = false, profile = false): Promise<ChildResult> => {
+    const b0 = processCpuUs(brokerPid)
+    const r = await runPeerOnly(impl, runtime, topic, n, c, viaTls, profile)
+    r.brokerCpuUs = processCpuUs(brokerPid) - b0
+    return r
+  }
+  const runPeerOnly = async (impl: string, runtime: string, topic: string, n: number, c: Config, viaTls = false, profile = false): Promise<ChildResult> => {
     if (runtime === 'java') return javaChild(harness.classpath(), viaTls ? secure.bootstrap : bootstrap, topic, n, c, viaTls ? secure.java : [])
     const node = runtime === 'node20' ? process.execPath : peers.NODE22
     return nodeChild(node, childJs, impl, viaTls ? secure.bootstrap : bootstrap, topic, n, c, profile, { ...childEnv, ...(viaTls ? { BENCH_SECURITY: JSON.stringify(secure.edge) } : {}) })
@@ -109,7 +117,7 @@ export default async function produce(args: string[]): Promise<void> {
   const loadBefore = loadavg()
   const started = Date.now()
   console.log(`broker ${bootstrap}; configs ${configs.map(configName).join(', ')}; ${ROUNDS} rounds, best kept; ` +
-    `${RECORDS.toLocaleString()} records per fast-peer run at 100 B (kafkajs, platformatic: ${JS_RECORDS.toLocaleString()})`)
+    `${RECORDS.toLocaleString()} records per fast-peer run at 100 B (confluent, kafkajs, platformatic: ${JS_RECORDS.toLocaleString()})`)
   // Warm the broker's JIT so the first measured producer does not pay for it.
   { const t = await newTopic('warm'); await runPeer('kafka-edge', 'node22', t, Math.min(RECORDS, 300_000), { valueBytes: 100, compression: codecs.includes('lz4') ? 'lz4' : 'none' }); await dropTopic(t) }
   // Java's fixed cost (JVM start, class loading, connect) per compression, subtracted from its runs.
@@ -129,7 +137,7 @@ export default async function produce(args: string[]): Promise<void> {
   const keep = (impl: string, c: Config, r: ChildResult) => {
     const rate = r.records / (r.ms / 1000)
     console.log(`  ${configName(c).padEnd(10)} ${impl.padEnd(24)} ${Math.round(rate).toLocaleString().padStart(9)} records/s, ${(r.cpuLoopUs / r.records).toFixed(2)} cpu-us/record (loop), ` +
-      `${(r.cpuTotalUs / r.records).toFixed(2)} (process)${r.errors ? `, ${r.errors} FAILED SENDS (${r.firstError})` : ''}${r.maxOutstanding !== undefined ? `, peak ${r.maxOutstanding.toLocaleString()} unacknowledged` : ''}`)
+      `${(r.cpuTotalUs / r.records).toFixed(2)} (process), broker ${((r.brokerCpuUs ?? NaN) / r.records).toFixed(2)}${r.errors ? `, ${r.errors} FAILED SENDS (${r.firstError})` : ''}${r.maxOutstanding !== undefined ? `, peak ${r.maxOutstanding.toLocaleString()} unacknowledged` : ''}`)
     const key = `${impl}|${configName(c)}`
     if (r.errors > 0) { errors.set(key, `${r.errors} of ${r.records} sends failed: ${r.firstError}`); return }
     const prev = best.get(key)
@@ -232,6 +240,7 @@ function writeResults(o: Outcome): void {
     row(impl, config, 'records/s', 'records/s', Math.round(r.records / (r.ms / 1000)))
     row(impl, config, 'cpu-us/record', 'us', round3(r.cpuLoopUs / r.records))
     row(impl, config, 'cpu-us/record (whole process)', 'us', round3(r.cpuTotalUs / r.records))
+    if (r.brokerCpuUs !== undefined) row(impl, config, 'broker cpu-us/record', 'us', round3(r.brokerCpuUs / r.records))
   }
   const v = (impl: string, c: Config, metric: string) => results.find((x) => x.impl === impl && x.metric === `${metric} @${configName(c)}`)?.value ?? NaN
   // The targets, per config: kafka-edge (Node 22, as every other Node peer) against Java and the best JavaScript peer.
@@ -255,7 +264,7 @@ function writeResults(o: Outcome): void {
     broker: { nodes: 1, replicationFactor: 1, jvm: process.env.KAFKA_EDGE_BROKER_JVM_OPTS, cluster: CLUSTER, kafka: '4.4' },
     versions: o.versions,
     peers: {
-      'kafka-edge': `one send() per record (the payload array reused, as Java), a .then per record as an application would, yields to the event loop (setImmediate) every 1024 sends, waits when ~200k records are unacknowledged; linger.ms=${LINGER_MS}, batch.size=16384 (defaults), enable.idempotence=true, acks=all; Node ${o.versions.node22}`,
+      'kafka-edge': `one send() per record (the payload array reused, as Java), a .then per record as an application would, yields to the event loop (setImmediate) every 1024 sends, waits when ~24 MB of records are unacknowledged (200k at 100 B); linger.ms=${LINGER_MS}, batch.size=16384 (defaults), enable.idempotence=true, acks=all; Node ${o.versions.node22}`,
       'kafka-edge-node20': `the same child under the repo's Node (${process.version})`,
       java: `ProducerPerformance (refills one payload array per record) --throughput -1 --producer-props acks=all enable.idempotence=true linger.ms=${LINGER_MS} compression.type=<codec> (batch.size 16384, max.in.flight 5: defaults; JVM -Xmx512M); ${o.versions.java}`,
       confluent: `KafkaJS-compatible API with librdkafka properties: enable.idempotence=true, acks=all, linger.ms=${LINGER_MS}, compression.type=<codec> (batch.num.messages 10000, batch.size 1 MB, max.in.flight 5 under idempotence: librdkafka defaults); send() of ${PER_CALL} messages per call, 10 calls in flight (10,000 messages unawaited, as confluent's own examples/performance)`,
@@ -267,7 +276,7 @@ function writeResults(o: Outcome): void {
     },
     confluentInstall: o.confluent,
     errors: Object.fromEntries(o.errors),
-    cpu: 'cpu-us/record: send loop only (Java: whole JVM minus a 1-record run); whole process: everything',
+    cpu: 'cpu-us/record: send loop only (Java: whole JVM minus a 1-record run); whole process: everything; broker: the broker JVM\'s CPU during the run (it shares the 2 cores)',
     // Other engineers' brokers and tests share the 2 cores: records/s moves with their load, CPU per record far less.
     loadAverage: { before: o.loadBefore.map(round3), after: loadavg().map(round3) },
     elapsedMinutes: round3(o.elapsedMin),
@@ -286,6 +295,14 @@ function writeResults(o: Outcome): void {
 }
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000
+
+/** user+system CPU of a process in microseconds (Linux /proc, 100 ticks/s). */
+function processCpuUs(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return (Number(f[11]) + Number(f[12])) * 10_000
+  } catch { return NaN }
+}
 
 // ---- children -----------------------------------------------------------------------------------
 
@@ -386,7 +403,7 @@ async function child(args: string[]): Promise<void> {
     }).observe({ entryTypes: ['gc'] })
   }
   let result: ChildResult
-  if (impl.startsWith('kafka-edge')) result = await childEdge(bootstrap, topic, n, compression, next)
+  if (impl.startsWith('kafka-edge')) result = await childEdge(bootstrap, topic, n, compression, next, Number(bytesText))
   else if (impl.startsWith('platformatic')) result = await childPlatformatic(impl === 'platformatic-idempotent', bootstrap, topic, n, compression, next)
   else if (impl === 'confluent') result = await childConfluent(bootstrap, topic, n, compression, next)
   else result = await childKafkajs(impl === 'kafkajs-idempotent', bootstrap, topic, n, compression, next)
@@ -398,7 +415,7 @@ async function child(args: string[]): Promise<void> {
   process.exit(0)
 }
 
-async function childEdge(bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array): Promise<ChildResult> {
+async function childEdge(bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array, valueBytes: number): Promise<ChildResult> {
   const { createProducer, tcp, websocket } = await import('../src/edge/node.js')
   // BENCH_RELAY_URL: through the relay (bench/bridge.ts), over the ws package as bridge.ts's other producers.
   const relayUrl = process.env.BENCH_RELAY_URL
@@ -418,6 +435,7 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
   const ok = () => { acked++ }
   const fail = (e: Error) => { errors++; firstError ??= `${e.name}: ${e.message}` }
   const window: Promise<unknown>[] = []
+  const windowLimit = Number(process.env.BENCH_WINDOW ?? Math.max(4, Math.min(200, Math.floor(24e6 / valueBytes / 1024))))
   let maxOutstanding = 0
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
@@ -426,8 +444,9 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
     if ((i & 1023) === 0) {
       if (i - acked - errors > maxOutstanding) maxOutstanding = i - acked - errors
       window.push(sent)
-      // Bounded like the Java producer's buffer.memory: wait for the sends of ~200k records ago.
-      if (window.length > Number(process.env.BENCH_WINDOW ?? 200)) await window.shift()
+      // Bounded like the Java producer's buffer.memory (kafka-edge's is 32 MB too, and a send past it
+      // fails at once rather than blocking): wait for the sends of ~24 MB ago.
+      if (window.length > windowLimit) await window.shift()
       // One thread: the sender, its linger timers and the socket only run when the loop yields (an
       // await of a settled promise does not). Java's sender has its own thread; a Node service gets
       // its records across event-loop turns anyway.
