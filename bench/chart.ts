@@ -175,7 +175,7 @@ export function renderFaults(r: BenchReport): string {
     { key: 'failedClaimedNotWrittenInLog', label: '"not written", in log', bad: true },
     { key: 'failedInLog', label: 'failed, in log', bad: false },
   ]
-  const peerW = 170, scW = 80, colW = 92, rowH = 20, top = 56
+  const peerW = 170, scW = 80, colW = 106, rowH = 20, top = 56
   const width = peerW + scW + cols.length * colW + 20
   const rows = cfg.scenarioResults
   const parts: string[] = []
