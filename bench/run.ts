@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const NOT_SUITES = new Set(['run', 'lib', 'ts-batch-builder'])
+const NOT_SUITES = new Set(['run', 'lib', 'ts-batch-builder', 'peers'])
 const suites = readdirSync(here)
   .filter((f) => f.endsWith('.ts') && !NOT_SUITES.has(f.slice(0, -3)))
   .map((f) => f.slice(0, -3))

@@ -10,13 +10,28 @@
 //   - delayed responses (order kept per connection);
 //   - blackhole: frames are swallowed, sockets stay open (a silent partition), both ways or only the
 //     answers (the broker keeps appending, the producer learns nothing).
+//
+// A client without a resolve hook (the Java producer, librdkafka, kafkajs, ...) is routed with
+// `advertiseProxy: true`: the proxy rewrites each Metadata answer so the brokers are advertised at
+// their proxy ports, and bootstraps from `proxyBootstrap`.
 import { createServer, connect, type Server, type Socket } from 'node:net'
-import { decodeRequestHeader } from '../../src/edge/protocol/index.js'
+import { Metadata, decodeRequestHeader, decodeResponse, encodeResponse, type ApiSchema } from '../../src/edge/protocol/index.js'
+import { field } from '../../src/edge/protocol/schema.js'
 import { FrameDecoder } from '../../src/edge/protocol/frame-decoder.js'
 import type { BrokerAddress } from '../../src/edge/transport/transport.js'
 import { rng } from './records.js'
 
 const PRODUCE = 0
+const METADATA = 3
+
+/**
+ * Metadata as any client may speak it: the producer's schema describes v0-v12 fields but accepts v4+;
+ * v13 (KIP-1102) adds a top-level error code.
+ */
+const METADATA_ANY: ApiSchema = {
+  ...Metadata, minVersion: 0, maxVersion: 13,
+  response: [...Metadata.response, field('errorCode', 'int16', '13+', { default: 0 })],
+}
 
 export interface FaultRules {
   /** Lose the answer of every Nth Produce request (counted over all brokers). */
@@ -26,6 +41,8 @@ export interface FaultRules {
   /** Delay every response by this many ms (plus up to `responseJitterMs`, seeded). */
   responseDelayMs?: number
   responseJitterMs?: number
+  /** Lose the answer of the first Produce request sent after each interval of this many ms (all brokers). */
+  dropProduceEveryMs?: number
 }
 
 export interface FaultCounters {
@@ -39,6 +56,9 @@ export interface FaultCounters {
   lostWithDrop: number
   delayedResponses: number
   blackholedFrames: number
+  /** Metadata answers rewritten to advertise the proxy (advertiseProxy), and those it could not decode. */
+  metadataRewritten: number
+  metadataRewriteFailed: number
 }
 
 interface Upstream { host: string; port: number }
@@ -47,8 +67,8 @@ interface Pipe {
   nodeKey: string
   client: Socket
   broker: Socket
-  /** correlation id -> api key of requests forwarded and not yet answered */
-  pending: Map<number, number>
+  /** correlation id -> api key and version of requests forwarded and not yet answered */
+  pending: Map<number, { apiKey: number; apiVersion: number }>
   /** correlation id whose answer must not reach the client */
   dropAt: Set<number>
   /** responses queued behind a delay, in order */
@@ -67,7 +87,7 @@ const withSize = (body: Uint8Array): Uint8Array => {
 export class FaultProxy {
   readonly counters: FaultCounters = {
     connections: 0, requests: 0, produceRequests: 0, responses: 0, droppedProduce: 0, lostWithDrop: 0,
-    delayedResponses: 0, blackholedFrames: 0,
+    delayedResponses: 0, blackholedFrames: 0, metadataRewritten: 0, metadataRewriteFailed: 0,
   }
   /** What happened, for failure messages: "<ms> drop node 2 corr 1234", ... (last 200 entries). */
   readonly log: string[] = []
@@ -76,15 +96,18 @@ export class FaultProxy {
   private readonly pipes = new Set<Pipe>()
   private readonly blackholed = new Map<string, 'both' | 'responses'>()
   private produceSeen = 0
+  private lastTimedDrop = Date.now()
+  private advertiseProxy = false
   private readonly random: () => number
   private readonly started = Date.now()
 
   private constructor(seed: number) { this.random = rng(seed) }
 
   /** One listener per broker address, on 127.0.0.1 ephemeral ports. */
-  static async start(brokers: ReadonlyArray<Upstream>, opts: { seed?: number; rules?: FaultRules } = {}): Promise<FaultProxy> {
+  static async start(brokers: ReadonlyArray<Upstream>, opts: { seed?: number; rules?: FaultRules; advertiseProxy?: boolean } = {}): Promise<FaultProxy> {
     const p = new FaultProxy(opts.seed ?? 1)
     p.rules = opts.rules ?? {}
+    p.advertiseProxy = opts.advertiseProxy ?? false
     for (const b of brokers) await p.listen(b)
     return p
   }
@@ -98,6 +121,11 @@ export class FaultProxy {
   /** bootstrap.servers through the proxy (the resolve hook rewrites these too; either works). */
   get bootstrap(): string {
     return [...this.servers.keys()].join(',')
+  }
+
+  /** bootstrap.servers at the proxy's own ports, for clients without a resolve hook (with advertiseProxy). */
+  get proxyBootstrap(): string {
+    return [...this.servers.values()].map((s) => `127.0.0.1:${s.port}`).join(',')
   }
 
   private note(msg: string): void {
@@ -149,13 +177,19 @@ export class FaultProxy {
   private forwardRequest(pipe: Pipe, frame: Uint8Array): void {
     const h = decodeRequestHeader(frame)
     this.counters.requests++
-    pipe.pending.set(h.correlationId, h.apiKey)
+    pipe.pending.set(h.correlationId, { apiKey: h.apiKey, apiVersion: h.apiVersion })
     if (h.apiKey === PRODUCE) {
       this.counters.produceRequests++
       this.produceSeen++
-      const { dropProduceEvery, dropProduceProbability } = this.rules
-      const drop = (dropProduceEvery !== undefined && dropProduceEvery > 0 && this.produceSeen % dropProduceEvery === 0) ||
+      const { dropProduceEvery, dropProduceProbability, dropProduceEveryMs } = this.rules
+      let drop = (dropProduceEvery !== undefined && dropProduceEvery > 0 && this.produceSeen % dropProduceEvery === 0) ||
         (dropProduceProbability !== undefined && this.random() < dropProduceProbability)
+      // By time rather than by count: clients that put 1,000 records in a request and clients that
+      // put 50 meet the same number of losses in the same schedule.
+      if (dropProduceEveryMs !== undefined && Date.now() - this.lastTimedDrop >= dropProduceEveryMs) {
+        this.lastTimedDrop = Date.now()
+        drop = true
+      }
       if (drop) pipe.dropAt.add(h.correlationId)
     }
     pipe.broker.write(withSize(frame))
@@ -169,7 +203,9 @@ export class FaultProxy {
 
   private forwardResponse(pipe: Pipe, frame: Uint8Array): void {
     const correlationId = new DataView(frame.buffer, frame.byteOffset, 4).getInt32(0)
+    const request = pipe.pending.get(correlationId)
     pipe.pending.delete(correlationId)
+    if (this.advertiseProxy && request?.apiKey === METADATA) frame = this.rewriteMetadata(frame, correlationId, request.apiVersion)
     this.counters.responses++
     if (pipe.dropAt.has(correlationId)) {
       // The broker has written the batch and answered; the producer must not learn it.
@@ -186,6 +222,23 @@ export class FaultProxy {
     this.counters.delayedResponses++
     pipe.outQueue.push({ at: Date.now() + delay, frame })
     this.pumpOut(pipe)
+  }
+
+  /** A Metadata answer with every proxied broker advertised at its proxy port. */
+  private rewriteMetadata(frame: Uint8Array, correlationId: number, version: number): Uint8Array {
+    try {
+      const body = decodeResponse(METADATA_ANY, version, frame)
+      for (const b of body.brokers as { host: string; port: number }[]) {
+        const s = this.servers.get(`${b.host}:${b.port}`)
+        if (s) { b.host = '127.0.0.1'; b.port = s.port }
+      }
+      this.counters.metadataRewritten++
+      return encodeResponse(METADATA_ANY, version, correlationId, body).subarray(4)
+    } catch (e) {
+      this.counters.metadataRewriteFailed++
+      this.note(`metadata v${version} not rewritten: ${(e as Error).message}`)
+      return frame
+    }
   }
 
   private pumpOut(pipe: Pipe): void {

@@ -9,45 +9,31 @@
 //     starts at sequence 0; the (id, epoch) pairs in the log are the ones in txn.epochHistory.
 //
 // FAULT_SEED=<n> replays the proxy's choices of which Produce answers to lose.
-import { execFile } from 'node:child_process'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createProducer, partitionForKey, type Producer, type RecordMetadata } from '../../src/edge/index.js'
 import { tcp } from '../../src/edge/node.js'
-import * as harness from '../../scripts/kafka/kafka.mjs'
 import { FaultProxy } from '../helpers/fault-proxy.js'
 import {
-  bs, contNode, createTopic, dumpBatches, ensureCluster, killNode, leaders, readTopic, restartNode, stopNode,
-  uniqueTopic, waitFor, type Cluster, type DumpedBatch,
+  KEYS, PARTITIONS, analyzeReadBack, createTopicLedBy, keyName, killLeaderThenRestart, stopLeaderThenContinue, valueFor,
+  type SentRecord,
+} from '../helpers/fault-schedule.js'
+import {
+  bs, createTopic, dumpBatches, ensureCluster, leaders, readTopic, restartNode, uniqueTopic, type Cluster, type DumpedBatch,
 } from '../helpers/kafka.js'
 
 const SEED = Number(process.env.FAULT_SEED ?? 7341)
-const PARTITIONS = 6
-const KEYS = 60
-const VALUE_BYTES = 100
 /** No send() may settle for this long while some are outstanding: the producer is wedged. */
 const STALL_MS = 45_000
 
 let cluster: Cluster
 beforeAll(async () => { cluster = await ensureCluster({ nodes: 3, name: 'faults' }) })
 
-interface Sent {
-  i: number
-  key: string
-  /** per-key sequence number: the order the application produced this key's records in */
-  seq: number
-  partition: number
-  state: 'pending' | 'acked' | 'failed'
+interface Sent extends SentRecord {
   ack?: RecordMetadata
   error?: Error & { mayHaveBeenWritten?: boolean }
 }
 
 const enc = new TextEncoder()
-const dec = new TextDecoder()
-
-function valueFor(i: number, key: string, seq: number): Uint8Array {
-  const head = `${i}|${key}|${seq}|`
-  return enc.encode(head.padEnd(VALUE_BYTES, '.'))
-}
 
 interface WorkloadOptions {
   /** records to send at least */
@@ -67,7 +53,7 @@ interface WorkloadOptions {
 async function runWorkload(p: Producer, topic: string, opts: WorkloadOptions, diag: () => string): Promise<Sent[]> {
   const sent: Sent[] = []
   const seqs = new Array<number>(KEYS).fill(0)
-  const keyBytes = Array.from({ length: KEYS }, (_, k) => enc.encode(`key-${k}`))
+  const keyBytes = Array.from({ length: KEYS }, (_, k) => enc.encode(keyName(k)))
   const partitionOfKey = keyBytes.map((k) => partitionForKey(k, PARTITIONS))
   const window = opts.window ?? 20_000
   let outstanding = 0
@@ -85,13 +71,13 @@ async function runWorkload(p: Producer, topic: string, opts: WorkloadOptions, di
   }
   for (let i = 0; i < opts.n || !untilDone; i++) {
     const k = i % KEYS
-    const key = `key-${k}`
+    const key = keyName(k)
     const s: Sent = { i, key, seq: seqs[k]!++, partition: partitionOfKey[k]!, state: 'pending' }
     sent.push(s)
     outstanding++
     p.send({ topic, key: keyBytes[k]!, value: valueFor(i, key, s.seq) }).then(
       (md) => { s.state = 'acked'; s.ack = md; settle() },
-      (e: Error) => { s.state = 'failed'; s.error = e; settle() },
+      (e: Error & { mayHaveBeenWritten?: boolean }) => { s.state = 'failed'; s.error = e; s.claim = e.mayHaveBeenWritten ? 'maybe' : 'not-written'; settle() },
     )
     if (outstanding > window) await waitForRoom(window / 2)
     if (opts.rate && i % 100 === 0) {
@@ -134,25 +120,9 @@ async function inspect(topic: string, p: Producer, sent: Sent[]): Promise<Findin
   const failed = sent.filter((s) => s.state === 'failed')
 
   const read = await readTopic(cluster, topic, { isolation: 'read_uncommitted', expected: acked.length, timeoutMs: 120_000 })
-  const seen = new Map<number, { partition: number; offset: number }[]>()
-  const orderViolations: string[] = []
-  const lastByPartition = new Map<number, number>()
-  for (const r of read) {
-    const [iText, key, seqText] = dec.decode(r.value!).split('|')
-    const i = Number(iText)
-    const s = sent[i]
-    expect(s && s.key === key && s.seq === Number(seqText), `record at ${r.partition}@${r.offset} is one this test sent`).toBe(true)
-    expect(r.partition, `record ${i} (${key}) is on its key's partition`).toBe(s!.partition)
-    seen.set(i, [...(seen.get(i) ?? []), { partition: r.partition, offset: r.offset }])
-    const prev = lastByPartition.get(r.partition)
-    if (prev !== undefined && prev >= i) orderViolations.push(`partition ${r.partition} @${r.offset}: record ${i} after record ${prev}`)
-    lastByPartition.set(r.partition, i)
-  }
-  const duplicates = [...seen].filter(([, at]) => at.length > 1).map(([i, at]) => `record ${i} at ${at.map((a) => `${a.partition}@${a.offset}`).join(', ')}`)
-  const missing = acked.filter((s) => !seen.has(s.i)).map((s) => `record ${s.i} acked at ${s.ack!.partition}@${s.ack!.offset}`)
-  const misplaced = acked.filter((s) => seen.has(s.i) && s.ack!.offset >= 0n && (seen.get(s.i)![0]!.partition !== s.ack!.partition || BigInt(seen.get(s.i)![0]!.offset) !== s.ack!.offset))
-    .map((s) => `record ${s.i} acked at ${s.ack!.partition}@${s.ack!.offset}, read at ${seen.get(s.i)![0]!.partition}@${seen.get(s.i)![0]!.offset}`)
-  const phantom = failed.filter((s) => seen.has(s.i) && !s.error?.mayHaveBeenWritten).map((s) => `record ${s.i}: ${s.error?.name}: ${s.error?.message}`)
+  const { duplicates, missing, misplaced, phantom, orderViolations, foreign, wrongPartition, failedFoundInLog } = analyzeReadBack(sent, read)
+  expect(foreign.slice(0, 10), 'every record in the log is one this test sent').toEqual([])
+  expect(wrongPartition.slice(0, 10), 'every record is on its key\'s partition').toEqual([])
 
   // Batch headers: the sequence story per partition, and the epochs the producer says it used.
   const batches = await dumpBatches(cluster, topic)
@@ -186,7 +156,7 @@ async function inspect(topic: string, p: Producer, sent: Sent[]): Promise<Findin
   return {
     acked: acked.length, failed: failed.length,
     failedMayHaveBeenWritten: failed.filter((s) => s.error?.mayHaveBeenWritten).length,
-    failedFoundInLog: failed.filter((s) => seen.has(s.i)).length,
+    failedFoundInLog,
     read: read.length, duplicates, missing, misplaced, phantom, orderViolations, sequenceBreaks,
     logEpochs: [...logEpochs].sort(), historyEpochs: history.sort(), epochChanges, batches: batches.length,
   }
@@ -207,24 +177,6 @@ const summary = (f: Findings) => JSON.stringify({
   acked: f.acked, failed: f.failed, failedMayHaveBeenWritten: f.failedMayHaveBeenWritten, failedFoundInLog: f.failedFoundInLog,
   read: f.read, batches: f.batches, logEpochs: f.logEpochs, historyEpochs: f.historyEpochs, epochChanges: f.epochChanges,
 })
-
-/** A topic whose preferred leader is `leader` for partitions 0-2 and another node for 3-5. */
-async function createTopicLedBy(topic: string, leader: number): Promise<void> {
-  const others = cluster.nodes.map((n) => n.id).filter((id) => id !== leader)
-  const assignment = Array.from({ length: PARTITIONS }, (_, p) => {
-    const l = p < PARTITIONS / 2 ? leader : others[p % others.length]!
-    return [l, ...cluster.nodes.map((n) => n.id).filter((id) => id !== l)].join(':')
-  }).join(',')
-  await new Promise<void>((resolve, reject) => execFile('java', [
-    '-Xmx128m', '-XX:TieredStopAtLevel=1', '-cp', harness.classpath(), 'org.apache.kafka.tools.TopicCommand',
-    '--bootstrap-server', bs(cluster), '--create', '--topic', topic, '--replica-assignment', assignment,
-    '--config', 'min.insync.replicas=2',
-  ], { timeout: 60_000 }, (err, _out, stderr) => (err ? reject(new Error(`TopicCommand failed: ${stderr}`)) : resolve())))
-  await waitFor(async () => {
-    const l = await leaders(cluster, topic)
-    return Object.keys(l).length === PARTITIONS && Object.entries(l).every(([p, id]) => id === (Number(p) < PARTITIONS / 2 ? leader : others[Number(p) % others.length]))
-  }, { what: `leaders of ${topic} as assigned`, timeoutMs: 60_000 })
-}
 
 const open: Array<{ close(): Promise<void> }> = []
 afterEach(async () => {
@@ -303,22 +255,11 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
   it('(b) kill -9 of the leader of half the partitions mid-burst, then restart: exactly once, in order', async () => {
     const topic = uniqueTopic('kill')
     const victim = cluster.nodes[0]!.id
-    await createTopicLedBy(topic, victim)
+    await createTopicLedBy(cluster, topic, victim)
     const p = createProducer({ 'bootstrap.servers': bs(cluster), transport: tcp(), 'batch.size': 8192, 'linger.ms': 5, 'delivery.timeout.ms': 120_000 })
     open.push(p)
     let phase = 'before kill'
-    const faults = (async () => {
-      await new Promise((r) => setTimeout(r, 2500))
-      await killNode(cluster, victim)
-      phase = 'killed'
-      const killedAt = Date.now()
-      await waitFor(async () => Object.values(await leaders(cluster, topic)).every((l) => l !== victim && l >= 0), { what: 'new leaders for the killed node\'s partitions', timeoutMs: 60_000 })
-      const failoverMs = Date.now() - killedAt
-      await new Promise((r) => setTimeout(r, 2000))
-      await restartNode(cluster, victim)
-      phase = 'restarted'
-      return failoverMs
-    })()
+    const faults = killLeaderThenRestart(cluster, topic, victim, (p) => { phase = p })
     const sent = await runWorkload(p, topic, { n: 100_000, rate: 10_000, until: faults }, () => `phase ${phase}\n${diagnostics(p)()}`)
     const failoverMs = await faults
     await p.flush()
@@ -337,15 +278,8 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     const p = createProducer({ 'bootstrap.servers': bs(cluster), transport: tcp(), 'batch.size': 8192, 'linger.ms': 5, 'request.timeout.ms': 3000, 'delivery.timeout.ms': 120_000 })
     open.push(p)
     let phase = 'before stop'
-    const faults = (async () => {
-      await new Promise((r) => setTimeout(r, 2500))
-      await stopNode(cluster, victim)
-      phase = 'stopped'
-      // Past request.timeout.ms and past the broker session timeout (4 s): leaders move away.
-      await new Promise((r) => setTimeout(r, 9000))
-      await contNode(cluster, victim)
-      phase = 'continued'
-    })()
+    // Past request.timeout.ms and past the broker session timeout (4 s): leaders move away.
+    const faults = stopLeaderThenContinue(cluster, victim, (p) => { phase = p })
     const sent = await runWorkload(p, topic, { n: 100_000, rate: 10_000, until: faults }, () => `phase ${phase}\n${diagnostics(p)()}`)
     await faults
     await p.flush()
