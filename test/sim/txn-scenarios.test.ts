@@ -412,6 +412,8 @@ describe('transactional regressions', () => {
     expect(w.cluster.coordinator.outsideTransaction).toBe(0)
     await finish(w)
     expect(w.cluster.partition('t', 1).log[0]!.txn!.fate).toBe('aborted')
-    for (const seed of [122172, 148770, 159410]) expect((await runTxnSeed(seed)).violations).toEqual([])
+    // 160786: with EndTxn waiting, an abort could complete before the Sender found a sequence left
+    // unresolved (transactions-state.test.ts has its scenario).
+    for (const seed of [122172, 148770, 159410, 160786]) expect((await runTxnSeed(seed)).violations).toEqual([])
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { FatalTransactionException, IllegalStateException, InvalidProducerEpochException, ProducerFencedException, TimeoutException, TransactionAbortableException } from '../../src/edge/errors.js'
+import { FatalTransactionException, IllegalStateException, InvalidProducerEpochException, KafkaEdgeError, ProducerFencedException, TimeoutException, TransactionAbortableException } from '../../src/edge/errors.js'
 import { apiError } from '../../src/edge/protocol/index.js'
 import { topicPartition } from '../../src/edge/producer/producer-batch.js'
 import { TXN_STATES, isTransitionValid, type TxnState } from '../../src/edge/producer/transactions.js'
@@ -277,5 +277,31 @@ describe('Produce errors: INVALID_PRODUCER_EPOCH from Produce is abortable, from
     expect(b.tm.lastError).toBeInstanceOf(ProducerFencedException)
     // The coordinator's INVALID_PRODUCER_EPOCH means fenced: not the broker's raw class for code 47.
     expect(e).not.toBeInstanceOf(InvalidProducerEpochException)
+  })
+})
+
+describe('regressions', () => {
+  it('txn seed 160786 (TV1): a failure of the aborted transaction reported while the epoch bump after the abort is queued does not fail the bump', async () => {
+    // An expired batch left a sequence unresolved; the Sender found it out once its partition drained,
+    // after EndTxn(abort) had completed and before the InitProducerId bump went out. The error made the
+    // client abortable again, the bump failed with it and abortTransaction() with a non-fatal error.
+    const { tm, fake, ok } = setup({ tv: 1 })
+    await ok(tm.initTransactions())
+    tm.beginTransaction()
+    tm.maybeAddPartition(tp0)
+    await fake.clock.advance(10)
+    tm.batchFailed(new TimeoutException('expiring 1 record(s) for t-0'))
+    expect(tm.epochBumpRequired).toBe(true)
+    fake.script('EndTxn', { respond: () => {
+      fake.clock.setTimeout(() => {
+        expect(tm.state).toBe('INITIALIZING')
+        tm.batchFailed(new KafkaEdgeError('the client has no acknowledgement for some records sent to t-0 and can no longer retry them; abort the transaction and continue'))
+      }, 0)
+      return { throttleTimeMs: 0, errorCode: 0, producerId: -1n, producerEpoch: -1 }
+    } })
+    await ok(tm.abortTransaction())
+    expect(tm.state).toBe('READY')
+    expect(fake.requests('InitProducerId').length).toBe(2)
+    expect(tm.producerIdAndEpoch.epoch).toBe(1)
   })
 })

@@ -590,6 +590,10 @@ export class TransactionCoordinatorClient {
       return
     }
     if (this.state === 'FATAL_ERROR') return
+    // Between an abort and the epoch bump after it, the aborted transaction can still report a failure
+    // (a sequence its expired batches left unresolved, found once its partition drained): no
+    // transaction is open for it to abort, and the bump restarts every sequence.
+    if (this.state === 'INITIALIZING') return
     if (this.canBumpEpoch && !this.isCompleting) this.epochBumpRequired = true
     this.transitionToAbortableError(error)
   }
