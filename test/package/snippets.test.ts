@@ -63,8 +63,8 @@ describe('TypeScript snippets compile against the installed package', () => {
     for (const [i, s] of TS.entries()) {
       writeFileSync(path.join(dir, `s${i}.ts`), `${PRELUDE(s).join('\n')}\n${wrap(s)}`)
     }
-    // What an app gets from its toolchain: wrangler's CompiledWasm imports.
-    writeFileSync(path.join(dir, 'env.d.ts'), "declare module '*.wasm' { const module: WebAssembly.Module; export default module }\n")
+    // The package's own types for its .wasm subpaths, with no ambient '*.wasm' declaration to lean on.
+    writeFileSync(path.join(dir, 'wasm-import.ts'), "import core from 'kafka-edge/core.wasm'\nimport lz4 from 'kafka-edge/core-lz4.wasm'\nexport const modules: WebAssembly.Module[] = [core, lz4]\n")
     const base = {
       strict: true, target: 'ES2022', lib: ['ES2022', 'DOM'], noEmit: true, skipLibCheck: true,
       types: ['node'], typeRoots: [path.join(ROOT, 'node_modules', '@types')],
