@@ -4,6 +4,7 @@ import { InvalidRecordException, TimeoutException, markDelivery } from '../error
 import { invalidatesMetadata, isAmbiguous, isFatal, refusesProducerState } from './error-policy.js'
 import { InitProducerId, Produce, apiError, errorCode, errorInfo, type Message } from '../protocol/index.js'
 import type { RecordAccumulator } from './accumulator.js'
+import type { Checkpointer } from './checkpoint.js'
 import type { ProducerConfig } from './config.js'
 import type { ProducerMetrics } from './metrics.js'
 import type { ProducerBatch } from './producer-batch.js'
@@ -23,6 +24,7 @@ const INT_MAX = 2147483647
 /** Brokers refuse zstd batches in Produce requests below v7 (Kafka 2.1), and a 2.0 broker cannot read them. */
 export const ZSTD_MIN_PRODUCE_VERSION = 7
 const UNSUPPORTED_COMPRESSION_TYPE = errorCode('UNSUPPORTED_COMPRESSION_TYPE')
+const RESUME_REFUSALS = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'INVALID_PRODUCER_ID_MAPPING'].map(errorCode))
 
 /**
  * The send loop (Java's Sender), driven by wakeups instead of a thread: each run finds ready nodes,
@@ -51,6 +53,12 @@ export class Sender {
   onProduceRequest: ((node: number, batches: readonly ProducerBatch[]) => void) | null = null
   /** Set by the transactional producer (transactions.ts): Produce version ceiling and batch failures. */
   txnHooks: { produceVersionCap(): number; batchFailed(error: Error): void } | null = null
+  /** Set with the `checkpoint` setting: batches are sent only once durable in it. */
+  checkpoint: Checkpointer | null = null
+  /** While a checkpoint is being loaded: its producer id may be taken over, so no InitProducerId yet. */
+  holdProducerId = false
+  /** A resumed batch the broker refused for its producer state: its records go out again as possible duplicates. */
+  onResumedRefused: ((batch: ProducerBatch, error: Error) => void) | null = null
 
   constructor(
     private readonly config: ProducerConfig,
@@ -107,7 +115,7 @@ export class Sender {
       }
       if (!txn.hasProducerId) {
         // A transactional producer gets its id from initTransactions(), never here.
-        if (!txn.isTransactional) this.ensureProducerId(now)
+        if (!txn.isTransactional && !this.holdProducerId) this.ensureProducerId(now)
         this.expire(now)
         this.scheduleNext(now, Infinity)
         return
@@ -132,7 +140,7 @@ export class Sender {
     }
     const drained = this.accumulator.drain(this.cluster, sendable, now)
     this.expire(now)
-    for (const [node, batches] of drained) this.sendProduce(node, batches, now)
+    for (const [node, batches] of drained) this.dispatch(node, batches, now)
     // Java's loop goes round again at once: the next batch of a partition may go while the first is
     // in flight (up to max.in.flight). Without this it waited for an answer to wake the sender.
     if (drained.size > 0) this.rerun = true
@@ -201,6 +209,42 @@ export class Sender {
       () => { this.metadataBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs },
       () => { this.metadataBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs },
     ).finally(() => { this.metadataInFlight = false; this.wakeup() })
+  }
+
+  /**
+   * With a checkpoint, a request goes out only once every batch in it is durable under its current
+   * stamp. Waiting requests keep their place: saves complete in order and each waiting request is
+   * sent from its own save's completion, so drain order per connection holds.
+   */
+  private dispatch(node: number, batches: ProducerBatch[], now: number): void {
+    const cp = this.checkpoint
+    if (!cp) { this.sendProduce(node, batches, now); return }
+    for (const b of batches) cp.track(b)
+    if (batches.every((b) => cp.isDurable(b))) { this.sendProduce(node, batches, now); return }
+    // Counted as in flight while it waits, so max.in.flight and the delivery timeout see it.
+    this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 0) + 1)
+    for (const b of batches) this.inFlightBatches.add(b)
+    const go = (): void => {
+      const live = batches.filter((b) => !b.done)
+      // An epoch bump may have restamped a batch while the save ran: that stamp must be saved too.
+      if (live.some((b) => !cp.isDurable(b)) && !this.closed) {
+        for (const b of live) cp.track(b)
+        cp.persist().then(go, refused)
+        return
+      }
+      this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 1) - 1)
+      if (live.length > 0 && !this.closed) this.sendProduce(node, live, this.config.clock.now())
+      else if (this.inFlightRequests === 0) for (const resolve of this.idleWaiters.splice(0)) resolve()
+      this.wakeup()
+    }
+    const refused = (e: unknown): void => {
+      this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 1) - 1)
+      // Never sent: the batches fail as not written, and later sequences close the gap (epoch bump).
+      for (const b of batches) if (!b.done) this.failBatch(b, markDelivery(e as Error, b.maybeWritten), null, true)
+      if (this.inFlightRequests === 0) for (const resolve of this.idleWaiters.splice(0)) resolve()
+      this.wakeup()
+    }
+    cp.persist().then(go, refused)
   }
 
   private sendProduce(node: number, batches: ProducerBatch[], now: number): void {
@@ -319,7 +363,13 @@ export class Sender {
     if (batch.done) return
     const code = pr.errorCode
     if (isAmbiguous(code) || (refusesProducerState(code) && batch.inRetry)) batch.maybeWritten = true
-    if (code === 10 && this.accumulator.canSplit(batch)) {
+    if (batch.resumed && RESUME_REFUSALS.has(code) && this.onResumedRefused) {
+      // The broker's state for the resumed identity is not what the checkpoint promised: a resend
+      // under a new epoch could be a second copy, so its records go out again labelled instead.
+      this.onResumedRefused(batch, this.batchError(batch, pr))
+      return
+    }
+    if (code === 10 && !batch.resumed && this.accumulator.canSplit(batch)) {
       this.splitAndReenqueue(batch)
       return
     }
@@ -349,6 +399,7 @@ export class Sender {
 
   private succeed(batch: ProducerBatch, baseOffset: bigint, logAppendTimeMs: bigint): void {
     this.txn?.handleCompletedBatch(batch, baseOffset, this.config.clock.now())
+    this.checkpoint?.untrack(batch)
     batch.complete(baseOffset, logAppendTimeMs)
     this.metrics.recordSend.record(batch.recordCount)
     this.metrics.totals.recordsSent += batch.recordCount
@@ -378,6 +429,7 @@ export class Sender {
       }
     }
     for (const p of pieces) p.maybeWritten = batch.maybeWritten
+    this.checkpoint?.untrack(batch)
     batch.markSplit()
     this.accumulator.reenqueueSplit(batch, pieces)
     this.wakeup()
@@ -396,6 +448,7 @@ export class Sender {
     this.inFlightBatches.delete(batch)
     if (this.txn?.isTransactional) this.txnHooks?.batchFailed(error)
     if (this.txn) this.txn.handleFailedBatch(batch, errorName, adjustSequences)
+    this.checkpoint?.untrack(batch)
     this.metrics.recordError.record(batch.recordCount)
     this.metrics.totals.recordErrors += batch.recordCount
     batch.fail(error, perRecord)
@@ -412,6 +465,7 @@ export class Sender {
     for (const d of this.accumulator.deques.values()) {
       for (const b of d.splice(0)) {
         b.fail(b.maybeWritten ? markDelivery(copyOf(error), true) : unsent)
+        this.checkpoint?.untrack(b)
         this.accumulator.deallocate(b)
       }
     }
