@@ -35,6 +35,8 @@ export interface TortureResult {
   /** Records carrying the possible-duplicate header (resent after the broker may have lost the producer's state). */
   labelledPossibleDuplicates: number
   faults: Record<FaultKind, number>
+  /** Owners that took over a checkpoint: how many resumed its identity (batches and records resent under their sequences) or relabelled. */
+  takeovers: { resumed: number; resumedBatches: number; resumedRecords: number; relabelled: number }
   trackErrors: string[]
   durationMs: number
 }
@@ -128,6 +130,8 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
     }
     let missing = 0
     for (let i = 0; i < o.events; i++) if (!seen.has(`e-${i}`)) missing++
+    const outcomes = await tabs[0]!.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('resume:')).map((k) => JSON.parse(localStorage.getItem(k)!))) as Array<{ mode: string; batches: number; records: number }>
+    const resumed = outcomes.filter((x) => x.mode === 'resumed')
     return {
       browser: o.browser,
       version: await b.browser.version(),
@@ -138,6 +142,10 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
       duplicated: [...seen.values()].filter((n) => n > 1).length,
       labelledPossibleDuplicates: labelled,
       faults,
+      takeovers: {
+        resumed: resumed.length, resumedBatches: resumed.reduce((n, x) => n + x.batches, 0), resumedRecords: resumed.reduce((n, x) => n + x.records, 0),
+        relabelled: outcomes.filter((x) => x.mode === 'relabelled').length,
+      },
       trackErrors,
       durationMs: Date.now() - t0,
     }

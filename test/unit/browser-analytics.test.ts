@@ -92,9 +92,9 @@ function make(relay: FakeRelay, storage: StorageLike, extra: Partial<AnalyticsOp
   live.push(a)
   return { a, page, errors }
 }
-const until = async (cond: () => boolean, ms = 5000) => {
+const until = async (cond: () => boolean | Promise<boolean>, ms = 5000) => {
   const end = Date.now() + ms
-  while (!cond()) { if (Date.now() > end) throw new Error('timed out'); await new Promise((r) => setTimeout(r, 5)) }
+  while (!await cond()) { if (Date.now() > end) throw new Error('timed out'); await new Promise((r) => setTimeout(r, 5)) }
 }
 
 describe('browser analytics SDK: outbox and sender election', () => {
@@ -156,6 +156,33 @@ describe('browser analytics SDK: outbox and sender election', () => {
     expect(relay.values().map((v) => v.id).sort()).toEqual([...ids].sort())
     await until(() => storage.entries().length === 0)
     expect(second.a.stats().acked).toBe(5)
+  })
+
+  it('an acknowledgement lost with the page: the next page resends the checkpointed batch under its sequences and the broker keeps one copy', async () => {
+    const relay = new FakeRelay()
+    const storage = new MapStorage()
+    const first = make(relay, storage, { flushIntervalMs: 60_000 })
+    await new Promise((r) => setTimeout(r, 20))
+    const ids = await Promise.all(Array.from({ length: 4 }, (_, i) => first.a.track({ type: 'purchase', data: { i } })))
+    // the broker appends, but the page dies before the answer arrives
+    const origHandle = relay.cluster.handle.bind(relay.cluster)
+    let appended = false
+    relay.cluster.handle = (node, frame) => {
+      const res = origHandle(node, frame)
+      if (relay.cluster.produceLog.length > 0 && !appended) { appended = true; relay.online = false; return null }
+      return res
+    }
+    first.page.dispatchEvent(new Event('pagehide'))
+    await until(() => appended)
+    await first.a.close({ timeoutMs: 0 })
+    expect(storage.entries()).toHaveLength(0) // the events left the outbox with the batch that carries them...
+    expect(storage.getItem('kafka-edge:clicks:cp')).toContain('"pending":[{') // ...into the checkpoint
+    relay.cluster.handle = origHandle
+    relay.online = true
+    const second = make(relay, storage)
+    await until(() => relay.cluster.produceLog.length >= 2)
+    await until(async () => (await second.a.pending()) === 0)
+    expect(relay.values().map((v) => v.id).sort()).toEqual([...ids].sort()) // each once: the resend was a duplicate
   })
 
   it('visibilitychange to hidden sends at once instead of waiting for the batching window', async () => {

@@ -1,8 +1,10 @@
 import { KafkaEdgeError } from '../errors.js'
-import { createProducer, type Producer } from '../producer/producer.js'
+import { POSSIBLE_DUPLICATE_HEADER, type CheckpointStore, type ProducerCheckpoint } from '../producer/checkpoint.js'
+import { createProducer, type Producer, type ResumeOutcome } from '../producer/producer.js'
 import type { ProducerSettings } from '../producer/config.js'
 import type { Transport } from '../transport/transport.js'
 import { websocket, type WebSocketConstructor } from '../transport/websocket.js'
+import { loadCore, readBatchRecords } from '../wasm/core.js'
 import { IndexedDbOutbox, MemoryStorage, OutboxFullError, WebStorageOutbox, type Outbox, type OutboxEntry, type StorageLike } from './outbox.js'
 
 export interface AnalyticsEvent {
@@ -71,15 +73,16 @@ export interface AnalyticsStats {
   tracked: number
   /** Events acknowledged while this instance was the sender (any tab's). */
   acked: number
-  /** Sends that failed and put events back for a retry. */
+  /** Failed attempts to reach Kafka (connect, or a send that put its event back for a retry). */
   retries: number
   /** 'owner': this tab sends for the origin; 'follower': another tab does. */
   role: 'owner' | 'follower'
+  /** What this tab's producer did with the checkpoint it found on taking over: resumed the identity, or relabelled. */
+  resume?: ResumeOutcome
 }
 
-/** Header on a record whose earlier send may already be in the log: consumers dedupe those on the event id. */
-export const POSSIBLE_DUPLICATE = 'kafka-edge.possible-duplicate'
 
+const utf8 = new TextDecoder()
 const TYPE = /^[A-Za-z0-9_.:/-]{1,100}$/
 const READ_CHUNK = 500
 const MAX_IN_FLIGHT = 5000
@@ -114,6 +117,7 @@ export class Analytics {
   private readonly inflight = new Map<string, OutboxEntry>()
   private readonly waiters = new Set<Waiter>()
   private readonly mine = new Set<string>()
+  private decoded = new Set<string>()
   private ackedIds: string[] = []
   private ackedKeys: number[] = []
   private timer: ReturnType<typeof setTimeout> | null = null
@@ -183,10 +187,16 @@ export class Analytics {
     return p
   }
 
-  /** Events waiting in the origin's outbox (not yet in a checkpointed or acknowledged batch). */
-  pending(): Promise<number> { return this.outbox.count() }
+  /** Events of the origin not yet acknowledged: in the outbox, or in the checkpoint's unacknowledged batches. */
+  async pending(): Promise<number> {
+    const cp = await this.outbox.load<ProducerCheckpoint>()
+    return await this.outbox.count() + (cp?.pending.reduce((n, b) => n + b.recordCount, 0) ?? 0)
+  }
 
-  stats(): AnalyticsStats { return { ...this.statsData, role: this.role } }
+  stats(): AnalyticsStats {
+    const resume = this.producer?.resumeOutcome
+    return { ...this.statsData, role: this.role, ...(resume ? { resume } : {}) }
+  }
 
   /** The producer's metrics (Java names), or {} in a tab that is not the sender. */
   metrics(): Record<string, number> { return this.producer?.metrics() ?? {} }
@@ -295,8 +305,36 @@ export class Analytics {
       'delivery.timeout.ms': 60_000,
       ...(o.wasm ? { wasm: o.wasm } : {}),
       ...o.producer,
-    } as ProducerSettings)
+      checkpoint: { load: () => this.outbox.load<ProducerCheckpoint>(), save: (cp) => this.checkpoint(cp) } satisfies CheckpointStore,
+    })
     return this.producer
+  }
+
+  /**
+   * The producer's checkpoint store: the events inside the batches it is about to send leave the
+   * outbox in the same transaction that saves those batches, so after a crash each event is in
+   * exactly one of the two places (the checkpoint's batches are resent under their sequences, the
+   * outbox's events are sent anew).
+   */
+  private async checkpoint(cp: ProducerCheckpoint): Promise<void> {
+    const take: number[] = []
+    const seen = new Set<string>()
+    if (this.inflight.size > 0 && cp.pending.length > 0) {
+      const core = await loadCore(this.o.wasm)
+      for (const b of cp.pending) {
+        // Producer id, epoch, base sequence and count (header bytes 43..61) name a batch; a batch
+        // read at an earlier save has given up its events already.
+        const stamp = `${b.bytes.subarray(43, 61).join()}`
+        seen.add(stamp)
+        if (this.decoded.has(stamp)) continue
+        for (const r of readBatchRecords(core, b.bytes)) {
+          const e = this.inflight.get((JSON.parse(utf8.decode(r.value!)) as { id: string }).id)
+          if (e?.k !== undefined) { take.push(e.k); delete e.k }
+        }
+      }
+    }
+    this.decoded = seen
+    await this.outbox.save(cp, take)
   }
 
   private async pump(): Promise<void> {
@@ -306,13 +344,15 @@ export class Analytics {
     this.pumping = true
     try {
       const producer = this.getProducer()
+      // Takes over the checkpoint (resending its batches) even when the outbox holds nothing new.
+      await producer.connect()
       while (this.inflight.size < MAX_IN_FLIGHT && !this.closed) {
         const batch = await this.outbox.read(this.lastKey, READ_CHUNK)
         for (const e of batch) {
           this.lastKey = e.k!
           if (this.inflight.has(e.id)) continue // the same id tracked twice: sent once
           this.inflight.set(e.id, e)
-          const headers = { 'event-type': e.type, ...(e.dup ? { [POSSIBLE_DUPLICATE]: '1' } : {}) }
+          const headers = { 'event-type': e.type, ...(e.dup ? { [POSSIBLE_DUPLICATE_HEADER]: '1' } : {}) }
           producer.send({ topic: e.topic, key: e.key, value: e.value, timestamp: e.timestamp, headers }).then(
             () => this.acked(e),
             (err: Error) => this.failed(e, err as KafkaEdgeError, producer),
@@ -321,6 +361,7 @@ export class Analytics {
         if (batch.length < READ_CHUNK) break
       }
     } catch (err) {
+      this.statsData.retries++
       this.report(err as Error)
       this.backoff()
     } finally {
@@ -344,7 +385,7 @@ export class Analytics {
       this.ackedKeys = []
       if (keys.length) this.outbox.remove(keys).catch((err: Error) => this.report(err))
       this.settle(ids)
-      this.channel?.postMessage({ acked: ids } satisfies Message)
+      if (!this.closed) this.channel?.postMessage({ acked: ids } satisfies Message)
       if (this.inflight.size < MAX_IN_FLIGHT / 2) this.wake(0)
     }, 0)
   }

@@ -4,6 +4,7 @@
  * periods and tabs (docs/browser.md).
  */
 export {
-  Analytics, createAnalytics, OutboxFullError, POSSIBLE_DUPLICATE, type AnalyticsEvent, type AnalyticsOptions, type AnalyticsStats, type LockManagerLike,
+  Analytics, createAnalytics, OutboxFullError, type AnalyticsEvent, type AnalyticsOptions, type AnalyticsStats, type LockManagerLike,
 } from './analytics.js'
+export { POSSIBLE_DUPLICATE_HEADER } from '../producer/checkpoint.js'
 export { IndexedDbOutbox, MemoryStorage, WebStorageOutbox, type Outbox, type OutboxEntry, type StorageLike } from './outbox.js'
