@@ -31,6 +31,7 @@ export class Metrics {
     this.describe('kafka_edge_bridge_producer_ids_bound', 'Producer ids bound to a principal in this instance', 'gauge')
     this.describe('kafka_edge_bridge_producer_id_tickets_total', 'Producer-id tickets issued, accepted (presented and valid) and refused', 'counter')
     this.describe('kafka_edge_bridge_parse_budget_waiting', 'Connections not read because the relay-wide parse budget is spent', 'gauge')
+    this.describe('kafka_edge_bridge_parse_budget_waits_total', 'Times a connection waited for a share of the parse budget', 'counter')
     this.describe('kafka_edge_bridge_parse_budget_bytes', 'Bytes of partly received messages held under the parse budget', 'gauge')
   }
 

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer'
 import { ProtocolError } from '../edge/errors.js'
 import { Reader, type ApiSchema } from '../edge/protocol/index.js'
 import type { Field } from '../edge/protocol/schema.js'
@@ -150,6 +151,8 @@ export function scanRequest(api: ApiSchema, version: number, body: Uint8Array, b
           return
         }
         if (role) addName(role, bytes)
+        // Any other string must still read the same on both sides: invalid UTF-8 is refused.
+        else if (bytes.length > 0 && !isUtf8(bytes)) throw new ScanRefusal('invalid_name', `${f.name} is not valid UTF-8`)
         return
       }
       case 'bytes': case 'records': {

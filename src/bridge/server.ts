@@ -210,6 +210,7 @@ class Relay implements Bridge {
   acquireLarge(conn: RelayConnection): boolean {
     if (this.largeSlots > 0) { this.largeSlots--; return true }
     this.largeWaiting.push(conn)
+    this.metrics.inc('kafka_edge_bridge_parse_budget_waits_total')
     return false
   }
 
