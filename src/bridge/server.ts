@@ -104,8 +104,12 @@ class Relay implements Bridge {
   readonly authn: Authenticator
   readonly tickets: TicketKeys
   readonly bindings: ProducerIdBindings
-  /** Parse budget: how many messages past SMALL_MESSAGE may be in reception at once, and who waits. */
-  private largeSlots: number
+  /**
+   * Parse budget: bytes of messages past SMALL_MESSAGE in reception (largeBytes), how many of them
+   * are being read (largeActive), and who waits for the budget, oldest first.
+   */
+  private largeBytes = 0
+  private largeActive = 0
   private readonly largeWaiting: RelayConnection[] = []
   partialBytes = 0
   readonly count = {
@@ -142,7 +146,6 @@ class Relay implements Bridge {
     }
     this.tickets = new TicketKeys(ticketKeys)
     this.bindings = new ProducerIdBindings(cfg.limits.maxBoundProducerIds)
-    this.largeSlots = Math.max(1, Math.floor(cfg.limits.parseBudgetBytes / cfg.limits.maxFrameBytes))
     this.wss = new WebSocketServer({
       noServer: true,
       maxPayload: cfg.limits.maxFrameBytes,
@@ -207,20 +210,31 @@ class Relay implements Bridge {
   }
 
   /** A connection's message has outgrown SMALL_MESSAGE: it may go on being read when a large slot is free. */
-  acquireLarge(conn: RelayConnection): boolean {
-    if (this.largeSlots > 0) { this.largeSlots--; return true }
+  /**
+   * `n` more bytes of a large message arrived on `conn`. Returns false when the budget is spent:
+   * the caller stops reading until grantLarge(). The last one being read always goes on, so the
+   * budget can delay messages but never deadlock them.
+   */
+  largeProgress(conn: RelayConnection, n: number, first: boolean): boolean {
+    this.largeBytes += n
+    if (first) this.largeActive++
+    if (this.largeBytes <= this.cfg.limits.parseBudgetBytes || this.largeActive <= 1) return true
+    this.largeActive--
     this.largeWaiting.push(conn)
     this.metrics.inc('kafka_edge_bridge_parse_budget_waits_total')
     return false
   }
 
-  releaseLarge(conn: RelayConnection, held: boolean): void {
+  /** A large message ended (whole, or its connection closed): its bytes leave the budget and waiters resume. */
+  largeDone(conn: RelayConnection, bytes: number, active: boolean): void {
+    this.largeBytes -= bytes
     const i = this.largeWaiting.indexOf(conn)
     if (i >= 0) this.largeWaiting.splice(i, 1)
-    if (!held) return
-    const next = this.largeWaiting.shift()
-    if (next) next.grantLarge()
-    else this.largeSlots++
+    else if (active) this.largeActive--
+    while (this.largeWaiting.length > 0 && (this.largeBytes < this.cfg.limits.parseBudgetBytes || this.largeActive === 0)) {
+      this.largeActive++
+      this.largeWaiting.shift()!.grantLarge()
+    }
   }
 
   listen(): Promise<void> {
@@ -454,7 +468,9 @@ class RelayConnection implements RequestContext {
   private lastPid: bigint | null = null
   /** Parse budget: bytes received since the last whole message, and whether this message holds a large slot. */
   private partial = 0
-  private holdsLarge = false
+  /** This message is past SMALL_MESSAGE (counted in the relay's largeBytes); waiting = not read until the budget allows. */
+  private large = false
+  private largeCounted = 0
   private waitingLarge = false
   readonly maxNamesPerRequest: number
 
@@ -510,16 +526,17 @@ class RelayConnection implements RequestContext {
     if (this.state === 'closed') return
     this.partial += n
     this.relay.partialBytes += n
-    if (this.partial > SMALL_MESSAGE && !this.holdsLarge && !this.waitingLarge) {
-      if (this.relay.acquireLarge(this)) this.holdsLarge = true
-      else { this.waitingLarge = true; this.pause('budget') }
-    }
+    if (this.partial <= SMALL_MESSAGE || this.waitingLarge) return
+    const first = !this.large
+    this.large = true
+    const counted = first ? this.partial : n
+    this.largeCounted += counted
+    if (!this.relay.largeProgress(this, counted, first)) { this.waitingLarge = true; this.pause('budget') }
   }
 
   /** Called by the relay when a large slot frees up for this waiting connection. */
   grantLarge(): void {
     this.waitingLarge = false
-    this.holdsLarge = true
     this.resume('budget')
   }
 
@@ -527,11 +544,12 @@ class RelayConnection implements RequestContext {
   private messageDone(): void {
     this.relay.partialBytes -= this.partial
     this.partial = 0
-    if (this.holdsLarge || this.waitingLarge) {
-      const held = this.holdsLarge
-      this.holdsLarge = false
+    if (this.large) {
+      const active = !this.waitingLarge
+      this.large = false
       this.waitingLarge = false
-      this.relay.releaseLarge(this, held)
+      this.relay.largeDone(this, this.largeCounted, active)
+      this.largeCounted = 0
     }
   }
 
