@@ -40,7 +40,9 @@ export async function startRelayProcess(cluster: Cluster, limits: Record<string,
     limits: { connectionsPerIp: 10_000, connectionsPerPrincipal: 10_000, framesPerSec: 0, bytesPerSec: 0, principalFramesPerSec: 0, principalBytesPerSec: 0, initProducerIdsPerMinutePerIp: 0, ...limits },
     log: { level: 'info' },
   }))
-  const child = spawn(process.execPath, ['bin/kafka-edge.js', 'bridge', '--config', config], {
+  // BENCH_RELAY_PROFILE=<dir>: the relay writes a V8 CPU profile there when it exits.
+  const profile = process.env.BENCH_RELAY_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_RELAY_PROFILE] : []
+  const child = spawn(process.execPath, [...profile, 'bin/kafka-edge.js', 'bridge', '--config', config], {
     env: { ...process.env, KAFKA_EDGE_BRIDGE_SECRET: SECRET, BENCH_SASL_PASSWORD: 'relay-secret' },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
