@@ -22,7 +22,7 @@ export type SaslConfig =
   /** Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN in `env`, read per connection. */
   | { mechanism: 'AWS_MSK_IAM'; region: string; env: NodeJS.ProcessEnv }
 
-/** TLS to the brokers (the relay's own listener is plain HTTP: terminate TLS for clients in front of it). */
+/** TLS to the brokers (the relay's own listener is `listenTls`). */
 export interface UpstreamTlsConfig {
   /** PEM text, read from the *File paths at start-up. Unset ca: Node's default trust store. */
   ca?: string
