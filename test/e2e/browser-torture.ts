@@ -4,7 +4,7 @@
 // reads the topic and every tracked event must be there exactly once.
 //
 // test/e2e/browser.test.ts runs a small one in `npm test`; the full one is manual:
-//   npm run torture:browser -- [--browser chromium|firefox|both] [--events 20000] [--tabs 3] [--faults 60]
+//   npm run torture:browser -- [--browser chromium|firefox|both] [--events 20000] [--tabs 3] [--faults 60] [--kinds reload,offline,...]
 // It prints the result as JSON (counts per fault kind, missing and duplicated events).
 import { createTopic, bs, endOffsets, ensureCluster, killNode, readTopic, restartNode, uniqueTopic, waitFor, type Cluster } from '../helpers/kafka.js'
 import { NetSwitch, Relay, bundleSdk, launch, pageToken, servePage, type Browser, type BrowserName, type Page } from './browser.js'
@@ -38,6 +38,8 @@ export interface TortureResult {
   /** Owners that took over a checkpoint: how many resumed its identity (batches and records resent under their sequences) or relabelled. */
   takeovers: { resumed: number; resumedBatches: number; resumedRecords: number; relabelled: number }
   trackErrors: string[]
+  /** onError reports of the tabs open at the end (distinct, first 10). */
+  pageErrors: string[]
   durationMs: number
 }
 
@@ -147,6 +149,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
         relabelled: outcomes.filter((x) => x.mode === 'relabelled').length,
       },
       trackErrors,
+      pageErrors: [...new Set((await Promise.all(tabs.map((t) => t.evaluate('window.errors') as Promise<string[]>))).flat())].slice(0, 10),
       durationMs: Date.now() - t0,
     }
   } finally {
@@ -166,6 +169,7 @@ if (isMain) {
   for (const browser of browsers) {
     results.push(await runTorture({
       browser, events: Number(arg('events', '20000')), tabs: Number(arg('tabs', '3')), faults: Number(arg('faults', '60')),
+      kinds: arg('kinds', FAULT_KINDS.join(',')).split(',') as FaultKind[],
       log: (l) => console.error(`[${browser}] ${l}`),
     }))
     console.error(JSON.stringify(results.at(-1)))

@@ -118,6 +118,8 @@ export class Analytics {
   private readonly waiters = new Set<Waiter>()
   private readonly mine = new Set<string>()
   private decoded = new Set<string>()
+  /** The relay's latest producer-id ticket for this tab's producer. */
+  private ticket: string | undefined
   private ackedIds: string[] = []
   private ackedKeys: number[] = []
   private timer: ReturnType<typeof setTimeout> | null = null
@@ -289,15 +291,20 @@ export class Analytics {
     this.timer = setTimeout(() => { this.timer = null; void this.pump() }, Math.max(0, at - Date.now()))
   }
 
-  private getProducer(): Producer {
+  private async getProducer(): Promise<Producer> {
     if (this.producer && !this.producer.state.fatal) return this.producer
     const old = this.producer
     if (old) void old.close({ timeoutMs: 0 }).catch(() => {})
     const o = this.o
+    // A resumed producer id is accepted by a relay that never saw it (restarted, another instance)
+    // on the relay's ticket, kept in the checkpoint beside the id.
+    const saved = await this.outbox.load<ProducerCheckpoint>()
     this.producer = createProducer({
       // The relay connects bootstrap requests to its own brokers: any placeholder address works.
       'bootstrap.servers': 'relay:443',
-      transport: o.transport ?? websocket({ url: o.relayUrl, token: o.token, WebSocket: o.WebSocket }),
+      transport: o.transport ?? websocket({
+        url: o.relayUrl, token: o.token, WebSocket: o.WebSocket, producerIdTicket: saved?.ticket, onProducerIdTicket: (t) => { this.ticket = t.ticket },
+      }),
       'client.id': 'kafka-edge-analytics',
       'linger.ms': 20,
       'compression.type': 'lz4',
@@ -334,6 +341,7 @@ export class Analytics {
       }
     }
     this.decoded = seen
+    if (this.ticket) cp.ticket = this.ticket
     await this.outbox.save(cp, take)
   }
 
@@ -343,7 +351,7 @@ export class Analytics {
     if (this.retryAt > Date.now()) { this.wake(0); return }
     this.pumping = true
     try {
-      const producer = this.getProducer()
+      const producer = await this.getProducer()
       // Takes over the checkpoint (resending its batches) even when the outbox holds nothing new.
       await producer.connect()
       while (this.inflight.size < MAX_IN_FLIGHT && !this.closed) {
