@@ -15,8 +15,10 @@ export default [
     // which load transactions, SASL/SCRAM and AWS_MSK_IAM eagerly (see CONTRIBUTING.md, "Size").
     // Until they load on demand this ceiling only stops growth (raised from 43.5 kB when the debug/logger
     // setting, the error policy and later producer fixes measured 43.8 kB; then to 47.3 kB for the
-    // resumable producer: checkpoint.ts, DescribeProducers and the resume path, about 3.4 kB gzip).
-    limit: '47.3 kB',
+    // resumable producer: checkpoint.ts, DescribeProducers and the resume path, about 3.4 kB gzip; then
+    // to 47.7 kB when transactions and SASL moved behind producer/extensions.ts, whose install module
+    // and two "not in this build" messages this entry carries).
+    limit: '47.7 kB',
   },
   {
     name: 'analytics SDK JS (kafka-edge/browser: createAnalytics, producer included)',
@@ -24,8 +26,11 @@ export default [
     import: '{ createAnalytics }',
     gzip: true,
     modifyEsbuildConfig: esm,
-    // Issue #13 asks for 12 kB; the SDK's own code is about 3 kB of it, the rest is the producer above.
-    limit: '50.1 kB',
+    // Issue #15 asks for 12 kB. This entry imports the producer without producer/install.ts, so
+    // transactions and SASL stay out (6.5 kB gzip less than the full producer); the idempotent path
+    // that remains (producer, sender, accumulator, config, error table, client, protocol, WASM loader)
+    // is about 38 kB of it, the SDK (analytics.ts, outbox.ts) about 3.5 kB. Measured 41.2 kB.
+    limit: '41.3 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',

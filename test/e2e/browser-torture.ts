@@ -6,7 +6,7 @@
 // test/e2e/browser.test.ts runs a small one in `npm test`; the full one is manual:
 //   npm run torture:browser -- [--browser chromium|firefox|both] [--events 20000] [--tabs 3] [--faults 60] [--kinds reload,offline,...]
 // It prints the result as JSON (counts per fault kind, missing and duplicated events).
-import { createTopic, bs, endOffsets, ensureCluster, killNode, readTopic, restartNode, uniqueTopic, waitFor, type Cluster } from '../helpers/kafka.js'
+import { createTopic, bs, dumpBatches, endOffsets, ensureCluster, killNode, readTopic, restartNode, uniqueTopic, waitFor, type Cluster } from '../helpers/kafka.js'
 import { NetSwitch, Relay, bundleSdk, launch, pageToken, servePage, type Browser, type BrowserName, type Page } from './browser.js'
 
 export const FAULT_KINDS = ['reload', 'close-tab', 'renderer-crash', 'offline', 'relay-restart', 'broker-restart'] as const
@@ -38,6 +38,8 @@ export interface TortureResult {
   /** Owners that took over a checkpoint: how many resumed its identity (batches and records resent under their sequences) or relabelled. */
   takeovers: { resumed: number; resumedBatches: number; resumedRecords: number; relabelled: number }
   trackErrors: string[]
+  /** For the first duplicated events: where each copy is (partition/offset, producer id/epoch/sequence, labelled or not). */
+  duplicates: string[]
   /** onError reports of the tabs open at the end (distinct, first 10). */
   pageErrors: string[]
   durationMs: number
@@ -124,11 +126,17 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
     await sleep(3000) // a late duplicate would land now
     const records = await readTopic(cluster, topic, { isolation: 'read_uncommitted', timeoutMs: 60_000 })
     const seen = new Map<string, number>()
+    const copies = new Map<string, string[]>()
+    const batches = await dumpBatches(cluster, topic)
+    const batchOf = (p: number, off: number) => batches.find((x) => x.partition === p && x.baseOffset <= off && off <= x.lastOffset)
     let labelled = 0
     for (const r of records) {
       const v = JSON.parse(new TextDecoder().decode(r.value!)) as { id: string }
       seen.set(v.id, (seen.get(v.id) ?? 0) + 1)
-      if (r.headers.some((h) => h.key === 'kafka-edge.possible-duplicate')) labelled++
+      const dup = r.headers.some((h) => h.key === 'kafka-edge.possible-duplicate')
+      if (dup) labelled++
+      const bt = batchOf(r.partition, r.offset)
+      copies.set(v.id, [...copies.get(v.id) ?? [], `p${r.partition}@${r.offset} pid ${bt?.producerId}/${bt?.producerEpoch} seq ${bt?.baseSequence}${dup ? ' labelled' : ''}`])
     }
     let missing = 0
     for (let i = 0; i < o.events; i++) if (!seen.has(`e-${i}`)) missing++
@@ -149,6 +157,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
         relabelled: outcomes.filter((x) => x.mode === 'relabelled').length,
       },
       trackErrors,
+      duplicates: [...copies].filter(([, c]) => c.length > 1).slice(0, 8).map(([id, c]) => `${id}: ${c.join(' | ')}`),
       pageErrors: [...new Set((await Promise.all(tabs.map((t) => t.evaluate('window.errors') as Promise<string[]>))).flat())].slice(0, 10),
       durationMs: Date.now() - t0,
     }
@@ -169,7 +178,7 @@ if (isMain) {
   for (const browser of browsers) {
     results.push(await runTorture({
       browser, events: Number(arg('events', '20000')), tabs: Number(arg('tabs', '3')), faults: Number(arg('faults', '60')),
-      kinds: arg('kinds', FAULT_KINDS.join(',')).split(',') as FaultKind[],
+      kinds: arg('kinds', FAULT_KINDS.join(',')).split(',') as FaultKind[], cluster: arg('cluster', 'browser-torture'),
       log: (l) => console.error(`[${browser}] ${l}`),
     }))
     console.error(JSON.stringify(results.at(-1)))

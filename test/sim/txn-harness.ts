@@ -1,4 +1,5 @@
 import { IllegalStateException, KafkaEdgeError, TimeoutException } from '../../src/edge/errors.js'
+import '../../src/edge/producer/install.js'
 import { createProducer, type Producer, type RecordMetadata } from '../../src/edge/producer/producer.js'
 
 import { Produce } from '../../src/edge/protocol/index.js'

@@ -4,7 +4,7 @@ import { createProducer, type Producer, type ResumeOutcome } from '../producer/p
 import type { ProducerSettings } from '../producer/config.js'
 import type { Transport } from '../transport/transport.js'
 import { websocket, type WebSocketConstructor } from '../transport/websocket.js'
-import { loadCore, readBatchRecords } from '../wasm/core.js'
+import { bundledLz4Core, loadCore, readBatchRecords, type CoreSource } from '../wasm/core.js'
 import { IndexedDbOutbox, MemoryStorage, OutboxFullError, WebStorageOutbox, type Outbox, type OutboxEntry, type StorageLike } from './outbox.js'
 
 export interface AnalyticsEvent {
@@ -64,7 +64,7 @@ export interface AnalyticsOptions {
   key?: (event: AnalyticsEvent) => string | null | undefined
   /** Called with send errors (the events stay in the outbox and are retried). */
   onError?: (error: Error) => void
-  /** The compiled core module, for a page that does not load core.wasm from next to its bundle (see docs/browser.md). */
+  /** The compiled core module, for a page that does not load core-lz4.wasm from next to its bundle (see docs/browser.md). */
   wasm?: WebAssembly.Module
 }
 
@@ -104,6 +104,8 @@ export class Analytics {
   readonly topic: string
   private readonly o: AnalyticsOptions
   private readonly outbox: Outbox
+  /** The producer's core; the SDK reads the checkpoint's batches with the same instance. */
+  private readonly wasm: CoreSource | Promise<CoreSource>
   private readonly channel: BroadcastChannel | null
   private readonly abort = new AbortController()
   private role: 'owner' | 'follower' = 'follower'
@@ -136,6 +138,7 @@ export class Analytics {
     if (!options.transport && typeof options.relayUrl !== 'string') throw new KafkaEdgeError('createAnalytics: relayUrl is required (e.g. wss://relay.example/kafka)')
     this.o = options
     this.topic = options.topic
+    this.wasm = options.wasm ?? bundledLz4Core()
     const ns = options.namespace ?? `kafka-edge:${options.topic}`
     const g = globalThis as { indexedDB?: IDBFactory; localStorage?: StorageLike; navigator?: { locks?: LockManagerLike } }
     const s = options.storage ?? (g.indexedDB ? 'indexeddb' : g.localStorage ?? 'memory')
@@ -309,8 +312,10 @@ export class Analytics {
       'linger.ms': 20,
       'compression.type': 'lz4',
       'max.block.ms': 30_000,
-      'delivery.timeout.ms': 60_000,
-      ...(o.wasm ? { wasm: o.wasm } : {}),
+      // A batch given up on would have to go out again under new sequences, which the broker cannot
+      // recognise as a copy: keep retrying it until acknowledged, through any outage.
+      'delivery.timeout.ms': 2_147_483_647,
+      wasm: this.wasm,
       ...o.producer,
       checkpoint: { load: () => this.outbox.load<ProducerCheckpoint>(), save: (cp) => this.checkpoint(cp) } satisfies CheckpointStore,
     })
@@ -327,7 +332,7 @@ export class Analytics {
     const take: number[] = []
     const seen = new Set<string>()
     if (this.inflight.size > 0 && cp.pending.length > 0) {
-      const core = await loadCore(this.o.wasm)
+      const core = await loadCore(this.wasm as CoreSource)
       for (const b of cp.pending) {
         // Producer id, epoch, base sequence and count (header bytes 43..61) name a batch; a batch
         // read at an earlier save has given up its events already.

@@ -12,7 +12,8 @@ import { StickyPartitioner, partitionForKey } from './partitioner.js'
 import { ProducerBatch, topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
 import { NUM_BATCHES_TO_RETAIN, TransactionManager, type ProducerIdState } from './transaction-manager.js'
-import { TransactionCoordinatorClient, type GroupMetadata, type OffsetsToCommit, type TxnState } from './transactions.js'
+import { extensions } from '../extensions.js'
+import type { TransactionCoordinatorClient, GroupMetadata, OffsetsToCommit, TxnState } from './transactions.js'
 
 export type { RecordMetadata } from './producer-batch.js'
 
@@ -127,7 +128,10 @@ export class Producer {
       restamp(this.core!, b.bytes!, s)
       b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence; b.transactional = s.transactional
     }) : null
-    this.transactions = c.transactionalId !== null && this.txn ? new TransactionCoordinatorClient({
+    if (c.transactionalId !== null && !extensions.transactions) {
+      throw new ConfigException('transactional.id: transactions are not in this build (kafka-edge/browser is idempotent only); import the producer from kafka-edge')
+    }
+    this.transactions = c.transactionalId !== null && this.txn ? extensions.transactions!({
       transactionalId: c.transactionalId, transactionTimeoutMs: c.transactionTimeoutMs, retryBackoffMs: c.retryBackoffMs,
       maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.txn,
       host: {

@@ -1,5 +1,6 @@
 import coreModule from '../../../build/core.wasm'
 import { KafkaEdgeError } from '../errors.js'
+import '../producer/install.js'
 import { createProducer, type Producer } from '../producer/producer.js'
 import type { CompressionType } from '../wasm/core.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
