@@ -1,7 +1,8 @@
 import { KafkaEdgeError } from '../errors.js'
-import { POSSIBLE_DUPLICATE_HEADER, type CheckpointStore, type ProducerCheckpoint } from '../producer/checkpoint.js'
+import { POSSIBLE_DUPLICATE_HEADER, type CheckpointStore, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
 import { createProducer, type Producer, type ResumeOutcome } from '../producer/producer.js'
 import type { ProducerSettings } from '../producer/config.js'
+import { Produce, encodeRequest } from '../protocol/index.js'
 import type { Transport } from '../transport/transport.js'
 import { websocket, type WebSocketConstructor } from '../transport/websocket.js'
 import { bundledLz4Core, loadCore, readBatchRecords, type CoreSource } from '../wasm/core.js'
@@ -75,6 +76,8 @@ export interface AnalyticsStats {
   acked: number
   /** Failed attempts to reach Kafka (connect, or a send that put its event back for a retry). */
   retries: number
+  /** Page-hide beacons: Produce requests of the checkpoint's unacknowledged batches handed to fetch({ keepalive }). */
+  beacons: number
   /** 'owner': this tab sends for the origin; 'follower': another tab does. */
   role: 'owner' | 'follower'
   /** What this tab's producer did with the checkpoint it found on taking over: resumed the identity, or relabelled. */
@@ -122,6 +125,9 @@ export class Analytics {
   private decoded = new Set<string>()
   /** The relay's latest producer-id ticket for this tab's producer. */
   private ticket: string | undefined
+  /** The last checkpoint saved and the last token used: what a page-hide beacon is made of (it cannot wait for either). */
+  private lastCp: ProducerCheckpoint | undefined
+  private lastToken: string | undefined
   private ackedIds: string[] = []
   private ackedKeys: number[] = []
   private timer: ReturnType<typeof setTimeout> | null = null
@@ -131,7 +137,7 @@ export class Analytics {
   private retryAt = 0
   private closed = false
   private readonly listeners: Array<[string, (e: Event) => void]> = []
-  private readonly statsData = { tracked: 0, acked: 0, retries: 0 }
+  private readonly statsData = { tracked: 0, acked: 0, retries: 0, beacons: 0 }
 
   constructor(options: AnalyticsOptions) {
     if (!options || typeof options.topic !== 'string' || !/^[a-zA-Z0-9._-]{1,249}$/.test(options.topic)) throw new KafkaEdgeError(`createAnalytics: topic must be a Kafka topic name, got ${JSON.stringify(options?.topic)}`)
@@ -279,9 +285,52 @@ export class Analytics {
     this.o.lifecycle = target
     // The page may be going away: send what waits now instead of at the end of the batching window.
     const now = () => { this.retryAt = 0; this.backoffMs = 0; this.wake(0) }
-    on('pagehide', now)
-    on('visibilitychange', () => { if (!doc || doc.visibilityState === 'hidden') now() })
+    on('pagehide', () => { this.beacon(); now() })
+    on('visibilitychange', () => { if (!doc || doc.visibilityState === 'hidden') { this.beacon(); now() } })
     on('online', now)
+  }
+
+  /**
+   * The page may be going away with batches in flight: send them once more, as they are (same
+   * producer id, epoch and sequences), to the relay's HTTP route with fetch({ keepalive: true }),
+   * which outlives the page. A batch that already arrived is answered as a duplicate; whatever the
+   * beacon does not deliver, the next page load resends from the checkpoint. Kafka takes one batch
+   * per partition per request, so the k-th batch of every partition goes in the k-th request (per
+   * leader); requests stop at the browsers' 64 KiB keepalive budget.
+   */
+  private beacon(): void {
+    const p = this.producer
+    const cp = this.lastCp
+    if (!p || !cp?.pending.length || this.o.transport || this.lastToken === undefined) return
+    const rounds: Array<Map<string, PendingBatch[]>> = []
+    const next = new Map<string, number>()
+    for (const b of [...cp.pending].sort((x, y) => x.baseSequence - y.baseSequence)) {
+      const broker = p.cluster.brokers.get(p.cluster.leaderFor(b.topic, b.partition))
+      if (!broker) continue
+      const tp = `${b.topic}\0${b.partition}`
+      const k = next.get(tp) ?? 0
+      next.set(tp, k + 1)
+      const to = `${broker.host.includes(':') ? `[${broker.host}]` : broker.host}:${broker.port}`
+      const round = rounds[k] ??= new Map()
+      round.set(to, [...round.get(to) ?? [], b])
+    }
+    let budget = 64 * 1024
+    for (const round of rounds) {
+      for (const [broker, batches] of round) {
+        const topicData = [...new Set(batches.map((b) => b.topic))].map((name) => ({
+          name, partitionData: batches.filter((b) => b.topic === name).map((b) => ({ index: b.partition, records: b.bytes })),
+        }))
+        const frame = encodeRequest(Produce, 9, 0, 'kafka-edge-beacon', { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData })
+        const head = new TextEncoder().encode(`${JSON.stringify({ token: this.lastToken, ticket: this.ticket, broker })}\n`)
+        budget -= head.length + frame.length
+        if (budget < 0) return
+        const body = new Uint8Array(head.length + frame.length)
+        body.set(head)
+        body.set(frame, head.length)
+        fetch(`${this.o.relayUrl.replace(/^ws/, 'http')}/beacon`, { method: 'POST', body, keepalive: true, mode: 'no-cors' }).catch(() => {})
+        this.statsData.beacons++
+      }
+    }
   }
 
   private wake(ms: number): void {
@@ -306,7 +355,11 @@ export class Analytics {
       // The relay connects bootstrap requests to its own brokers: any placeholder address works.
       'bootstrap.servers': 'relay:443',
       transport: o.transport ?? websocket({
-        url: o.relayUrl, token: o.token, WebSocket: o.WebSocket, producerIdTicket: saved?.ticket, onProducerIdTicket: (t) => { this.ticket = t.ticket },
+        url: o.relayUrl,
+        token: async () => (this.lastToken = typeof o.token === 'string' ? o.token : await o.token()),
+        WebSocket: o.WebSocket,
+        producerIdTicket: saved?.ticket,
+        onProducerIdTicket: (t) => { this.ticket = t.ticket },
       }),
       'client.id': 'kafka-edge-analytics',
       'linger.ms': 20,
@@ -347,6 +400,7 @@ export class Analytics {
     }
     this.decoded = seen
     if (this.ticket) cp.ticket = this.ticket
+    this.lastCp = cp
     await this.outbox.save(cp, take)
   }
 
