@@ -5,8 +5,8 @@
 // Per browser: live tracking with one sender for three tabs, 500 events then the page closed at
 // once, and a small torture run (test/e2e/browser-torture.ts; the 20,000-event one is manual).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { bs, createTopic, dumpBatches, ensureCluster, readTopic, uniqueTopic, waitFor, type Cluster } from '../helpers/kafka.js'
-import { BROWSERS, Relay, bundleSdk, launch, pageToken, servePage, type Browser, type Page, type PageServer } from './browser.js'
+import { bs, createTopic, dumpBatches, endOffsets, ensureCluster, readTopic, uniqueTopic, waitFor, type Cluster } from '../helpers/kafka.js'
+import { BROWSERS, NetSwitch, Relay, bundleSdk, launch, pageToken, servePage, type Browser, type Page, type PageServer } from './browser.js'
 import { FAULT_KINDS, runTorture } from './browser-torture.js'
 
 interface PageWindow {
@@ -106,6 +106,48 @@ for (const { name, present } of BROWSERS) {
       expect(exactlyOnce(byId, 'h', 500)).toEqual([])
       expect(byId.size).toBe(500)
       await next.close()
+    })
+
+    it('page hide with the WebSocket stalled: the beacon (fetch keepalive to the relay) delivers the checkpointed batches; the next load\'s resend of them is a duplicate', async () => {
+      const topic = uniqueTopic(`beacon-${name}`)
+      await createTopic(cluster, topic, { partitions: 2 })
+      const sw = await NetSwitch.start(relay.port)
+      try {
+        const q = { relay: `ws://127.0.0.1:${sw.port}/kafka`, beacon: `http://127.0.0.1:${relay.port}/kafka/beacon` }
+        const page = await browser.newPage(url(topic, { ...q, flushMs: '50' }))
+        // connected, producer id issued, event 0 acknowledged
+        expect(await page.evaluate(async () => { const e = await (window as unknown as PageWindow).track(0, 1, 'b'); await (window as unknown as PageWindow).analytics.flush(); return e })).toEqual([])
+        sw.stall()
+        expect(await page.evaluate(() => (window as unknown as PageWindow).track(1, 200, 'b'))).toEqual([])
+        // events move from the outbox into checkpointed batches, which go out on the stalled socket
+        const checkpointed = () => page.evaluate(() => new Promise<number>((resolve) => {
+          const r = indexedDB.open(`kafka-edge:${new URLSearchParams(location.search).get('topic')}`)
+          r.onsuccess = () => {
+            const g = r.result.transaction('cp').objectStore('cp').get(1)
+            g.onsuccess = () => { resolve((g.result as { pending: Array<{ recordCount: number }> } | undefined)?.pending.reduce((n, b) => n + b.recordCount, 0) ?? 0); r.result.close() }
+          }
+        }))
+        await waitFor(async () => (await checkpointed()) > 0, { what: 'batches in the checkpoint', intervalMs: 50 })
+        await new Promise((r) => setTimeout(r, 500))
+        const inFlight = await checkpointed()
+        expect(await page.evaluate(() => (window as unknown as PageWindow).analytics.stats().acked)).toBe(1) // nothing answered over the WebSocket
+        await page.close() // pagehide: the beacon
+        // only the beacon can have written them: the WebSocket carries nothing
+        const total = async () => Object.values(await endOffsets(cluster, topic)).reduce((x, y) => x + y, 0)
+        await waitFor(async () => (await total()) === 1 + inFlight, { what: `the beacon's ${inFlight} records`, timeoutMs: 15_000 })
+        const early = await readIds(cluster, topic, 1 + inFlight)
+        expect({ distinct: early.size, copies: [...early.values()].reduce((x, y) => x + y, 0) }).toEqual({ distinct: 1 + inFlight, copies: 1 + inFlight })
+        sw.offline()
+        sw.online()
+        const next = await browser.newPage(url(topic, q))
+        await waitFor(async () => (await next.evaluate(() => (window as unknown as PageWindow).analytics.pending())) === 0, { timeoutMs: 60_000, what: 'the checkpoint to empty' })
+        await next.close()
+        const after = await readIds(cluster, topic, 200)
+        expect(exactlyOnce(after, 'b', 200)).toEqual([])
+        expect(after.size).toBe(200)
+      } finally {
+        await sw.close()
+      }
     })
 
     it('torture (CI size): 1,500 events across 3 tabs with one fault of each kind; the Java reader sees each exactly once', async () => {

@@ -45,6 +45,7 @@ window.analytics = createAnalytics({
   flushIntervalMs: Number(q.get('flushMs') ?? '200'),
   retryBackoffMs: Number(q.get('backoffMs') ?? '500'),
   retryBackoffMaxMs: 2000,
+  ...(q.get('beacon') ? { beaconUrl: q.get('beacon') } : {}),
   ...(q.get('storage') ? { storage: q.get('storage') === 'local' ? localStorage : q.get('storage') } : {}),
   producer: { 'max.block.ms': Number(q.get('maxBlockMs') ?? '30000'), 'retry.backoff.max.ms': 1000 },
   onError: (e) => window.errors.push(e.name + ': ' + e.message),
@@ -196,6 +197,12 @@ export class NetSwitch {
     await new Promise<void>((r) => server.listen(port, '127.0.0.1', r))
     sw = new NetSwitch(server, port)
     return sw
+  }
+
+  /** Connections stay open but carry nothing either way: requests sent now are neither delivered nor answered. */
+  stall(): void {
+    this.off = true
+    for (const s of this.sockets) { s.unpipe(); s.pause() }
   }
 
   offline(): void {

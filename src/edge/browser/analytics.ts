@@ -63,6 +63,8 @@ export interface AnalyticsOptions {
   document?: { readonly visibilityState: string } | null
   /** Derives a record key from an event that has none. */
   key?: (event: AnalyticsEvent) => string | null | undefined
+  /** The relay's page-hide route; default relayUrl with http(s) and `/beacon` appended. null: no beacon. */
+  beaconUrl?: string | null
   /** Called with send errors (the events stay in the outbox and are retried). */
   onError?: (error: Error) => void
   /** The compiled core module, for a page that does not load core-lz4.wasm from next to its bundle (see docs/browser.md). */
@@ -301,7 +303,8 @@ export class Analytics {
   private beacon(): void {
     const p = this.producer
     const cp = this.lastCp
-    if (!p || !cp?.pending.length || this.o.transport || this.lastToken === undefined) return
+    const url = this.o.beaconUrl === undefined ? `${this.o.relayUrl.replace(/^ws/, 'http')}/beacon` : this.o.beaconUrl
+    if (!p || !cp?.pending.length || url === null || this.o.transport || this.lastToken === undefined) return
     const rounds: Array<Map<string, PendingBatch[]>> = []
     const next = new Map<string, number>()
     for (const b of [...cp.pending].sort((x, y) => x.baseSequence - y.baseSequence)) {
@@ -327,7 +330,7 @@ export class Analytics {
         const body = new Uint8Array(head.length + frame.length)
         body.set(head)
         body.set(frame, head.length)
-        fetch(`${this.o.relayUrl.replace(/^ws/, 'http')}/beacon`, { method: 'POST', body, keepalive: true, mode: 'no-cors' }).catch(() => {})
+        fetch(url, { method: 'POST', body, keepalive: true, mode: 'no-cors' }).catch(() => {})
         this.statsData.beacons++
       }
     }
