@@ -27,6 +27,7 @@ export interface TortureOptions {
 export interface TortureResult {
   browser: BrowserName
   version: string
+  /** Events whose track() resolved (stored); the rest were refused with the error in trackErrors. */
   tracked: number
   read: number
   distinct: number
@@ -37,7 +38,10 @@ export interface TortureResult {
   faults: Record<FaultKind, number>
   /** Owners that took over a checkpoint: how many resumed its identity (batches and records resent under their sequences) or relabelled. */
   takeovers: { resumed: number; resumedBatches: number; resumedRecords: number; relabelled: number }
-  trackErrors: string[]
+  /** track() refusals by error name (OutboxFullError when the outbox holds maxOutboxEvents). */
+  trackErrors: Record<string, number>
+  /** Refused events that were read anyway (a refusal must mean "not stored"): should be absent. */
+  readRefused?: number
   /** For the first duplicated events: where each copy is (partition/offset, producer id/epoch/sequence, labelled or not). */
   duplicates: string[]
   /** onError reports of the tabs open at the end (distinct, first 10). */
@@ -61,7 +65,8 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
   const url = `${site.origin}/?${q}`
   const b: Browser = await launch(o.browser)
   const faults = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>
-  const trackErrors: string[] = []
+  const refused = new Set<string>()
+  const trackErrors: Record<string, number> = {}
   const tabs: Page[] = []
   const open = async () => { tabs.push(await b.newPage(url)) }
   // A crashed tab's close() may never be answered: do not wait on it for long.
@@ -77,7 +82,11 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
       const n = Math.min(o.events - i, Math.max(1, Math.round(chunk * (0.5 + Math.random()))))
       const tab = Math.floor(Math.random() * tabs.length)
       const errs = await tabs[tab]!.evaluate((from, to) => (window as unknown as { track(f: number, t: number, p: string): Promise<string[]> }).track(from, to, 'e'), i, i + n)
-      trackErrors.push(...errs)
+      for (const e of errs) {
+        const [id, name] = e.split(' ')
+        refused.add(id!)
+        trackErrors[name!.replace(/:$/, '')] = (trackErrors[name!.replace(/:$/, '')] ?? 0) + 1
+      }
       i += n
       if (i < nextFault || applied >= o.faults) continue
       nextFault += faultEvery
@@ -120,7 +129,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
     // Everything tracked is durable somewhere in the origin's storage; the owner tab sends it.
     log(`${Math.round((Date.now() - t0) / 1000)}s all ${o.events} tracked; waiting for delivery`)
     const total = async () => Object.values(await endOffsets(cluster, topic)).reduce((a, b2) => a + b2, 0)
-    await waitFor(async () => (await total()) >= o.events, { timeoutMs: 180_000, intervalMs: 1000, what: `${o.events} records in ${topic}` }).catch((e: Error) => log(e.message))
+    await waitFor(async () => (await total()) >= o.events - refused.size, { timeoutMs: 180_000, intervalMs: 1000, what: `${o.events - refused.size} records in ${topic}` }).catch((e: Error) => log(e.message))
     await waitFor(async () => (await Promise.all(tabs.map((t) => t.evaluate('window.analytics.pending()') as Promise<number>))).every((n) => n === 0), { timeoutMs: 60_000, intervalMs: 500, what: 'empty outbox' })
       .catch((e: Error) => log(e.message))
     await sleep(3000) // a late duplicate would land now
@@ -139,13 +148,14 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
       copies.set(v.id, [...copies.get(v.id) ?? [], `p${r.partition}@${r.offset} pid ${bt?.producerId}/${bt?.producerEpoch} seq ${bt?.baseSequence}${dup ? ' labelled' : ''}`])
     }
     let missing = 0
-    for (let i = 0; i < o.events; i++) if (!seen.has(`e-${i}`)) missing++
+    for (let i = 0; i < o.events; i++) if (!seen.has(`e-${i}`) && !refused.has(`e-${i}`)) missing++
+    const readRefused = [...refused].filter((id) => seen.has(id)).length
     const outcomes = await tabs[0]!.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('resume:')).map((k) => JSON.parse(localStorage.getItem(k)!))) as Array<{ mode: string; batches: number; records: number }>
     const resumed = outcomes.filter((x) => x.mode === 'resumed')
     return {
       browser: o.browser,
       version: await b.browser.version(),
-      tracked: o.events,
+      tracked: o.events - refused.size,
       read: records.length,
       distinct: seen.size,
       missing,
@@ -157,6 +167,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
         relabelled: outcomes.filter((x) => x.mode === 'relabelled').length,
       },
       trackErrors,
+      ...(readRefused ? { readRefused } : {}),
       duplicates: [...copies].filter(([, c]) => c.length > 1).slice(0, 8).map(([id, c]) => `${id}: ${c.join(' | ')}`),
       pageErrors: [...new Set((await Promise.all(tabs.map((t) => t.evaluate('window.errors') as Promise<string[]>))).flat())].slice(0, 10),
       durationMs: Date.now() - t0,

@@ -53,7 +53,7 @@ window.analytics = createAnalytics({
 window.track = async (from, to, prefix) => {
   const all = []
   for (let i = from; i < to; i++) all.push(window.analytics.track({ id: prefix + '-' + i, type: 'torture', data: { i }, key: i % 5 === 0 ? 'k' + (i % 50) : undefined }))
-  return (await Promise.allSettled(all)).filter((r) => r.status === 'rejected').map((r) => r.reason.name + ': ' + r.reason.message)
+  return (await Promise.allSettled(all)).flatMap((r, i) => r.status === 'rejected' ? [prefix + '-' + (from + i) + ' ' + r.reason.name + ': ' + r.reason.message] : [])
 }
 // What each owner's producer did with the checkpoint it found, kept where the harness can read it after the tab is gone.
 const me = crypto.randomUUID()
