@@ -15,7 +15,7 @@ interface PageWindow {
   analytics: {
     flush(): Promise<void>
     pending(): Promise<number>
-    stats(): { tracked: number; acked: number; retries: number; role: 'owner' | 'follower' }
+    stats(): { tracked: number; acked: number; retries: number; role: 'owner' | 'follower'; resume?: { mode: string } }
   }
 }
 
@@ -149,6 +149,55 @@ for (const { name, present } of BROWSERS) {
         await sw.close()
       }
     })
+
+    it('expiry: a page that comes back after producer.id.expiration.ms delivers its checkpoint under a new id, copies labelled, nothing lost', async () => {
+      // The same broker settings as test/kafka/resume.test.ts, so a full run starts this cluster once.
+      const expiring = await ensureCluster({ name: 'pid-expiry', brokerProps: { 'producer.id.expiration.ms': 5000, 'producer.id.expiration.check.interval.ms': 1000 } })
+      const topic = uniqueTopic(`expiry-${name}`)
+      await createTopic(expiring, topic, { partitions: 2 })
+      const r2 = await Relay.start(bs(expiring), site.origin)
+      const sw = await NetSwitch.start(r2.port)
+      try {
+        const q = { relay: `ws://127.0.0.1:${sw.port}/kafka`, beacon: `http://127.0.0.1:${r2.port}/kafka/beacon`, flushMs: '50' }
+        const page = await browser.newPage(url(topic, q))
+        expect(await page.evaluate(async () => { const e = await (window as unknown as PageWindow).track(0, 1, 'x'); await (window as unknown as PageWindow).analytics.flush(); return e })).toEqual([])
+        sw.stall()
+        expect(await page.evaluate(() => (window as unknown as PageWindow).track(1, 150, 'x'))).toEqual([])
+        await waitFor(async () => (await page.evaluate(() => new Promise<number>((resolve) => {
+          const r = indexedDB.open(`kafka-edge:${new URLSearchParams(location.search).get('topic')}`)
+          r.onsuccess = () => { const g = r.result.transaction('cp').objectStore('cp').get(1); g.onsuccess = () => { resolve((g.result as { pending: unknown[] } | undefined)?.pending.length ?? 0); r.result.close() } }
+        }))) > 0, { what: 'batches in the checkpoint', intervalMs: 50 })
+        await new Promise((r) => setTimeout(r, 300))
+        await page.close() // the beacon writes the checkpointed batches; their acknowledgement never reaches a page
+        await waitFor(async () => Object.values(await endOffsets(expiring, topic)).reduce((a, b) => a + b, 0) > 1, { what: 'the beacon\'s records' })
+        sw.offline()
+        // the broker forgets the producer (expiration 5 s, checked every second)
+        await new Promise((r) => setTimeout(r, 5000 + 2 * 1000 + 1000))
+        sw.online()
+        const next = await browser.newPage(url(topic, q))
+        await waitFor(async () => (await next.evaluate(() => (window as unknown as PageWindow).analytics.pending())) === 0, { timeoutMs: 60_000, what: 'the outbox and checkpoint to empty' })
+        const resume = await next.evaluate(() => (window as unknown as PageWindow).analytics.stats().resume)
+        expect(resume?.mode).toBe('relabelled')
+        await next.close()
+        const records = await readTopic(expiring, topic, { isolation: 'read_uncommitted', timeoutMs: 30_000 })
+        const copies = new Map<string, boolean[]>()
+        for (const r of records) {
+          const id = (JSON.parse(new TextDecoder().decode(r.value!)) as { id: string }).id
+          copies.set(id, [...copies.get(id) ?? [], r.headers.some((h) => h.key === 'kafka-edge.possible-duplicate')])
+        }
+        expect(copies.size).toBe(150) // none lost
+        let labelledCopies = 0
+        for (const [id, c] of copies) {
+          expect(c.filter((l) => !l).length, `${id}: unlabelled copies`).toBeLessThanOrEqual(1) // a second copy is always labelled
+          expect(c.length, id).toBeLessThanOrEqual(2)
+          if (c.length === 2) labelledCopies++
+        }
+        expect(labelledCopies).toBeGreaterThan(0) // the beacon had written them: the relabelled resend is a real, labelled copy
+      } finally {
+        await sw.close()
+        await r2.down()
+      }
+    }, 120_000)
 
     it('torture (CI size): 1,500 events across 3 tabs with one fault of each kind; the Java reader sees each exactly once', async () => {
       const r = await runTorture({ browser: name, events: 1500, tabs: 3, faults: FAULT_KINDS.length, cluster: 'browser-torture' })
