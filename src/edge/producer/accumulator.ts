@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.js'
 import { BufferExhaustedException } from '../errors.js'
-import { readBatchRecords, type Core, type CompressionType, type RecordInput } from '../wasm/core.js'
+import { RECORD_BATCH_HEADER_SIZE, readBatchRecords, type Core, type CompressionType, type RecordInput } from '../wasm/core.js'
 import type { Cluster } from '../client/cluster.js'
-import { ProducerBatch, type Reject, type Resolve, type TopicPartition } from './producer-batch.js'
+import { ProducerBatch, sequenceOrder, type Reject, type Resolve, type TopicPartition } from './producer-batch.js'
 import type { TransactionManager } from './transaction-manager.js'
 
 /** RecordAccumulator.tryAppend result bits (0: no buffer space, wait and call again). */
@@ -160,30 +160,25 @@ export class RecordAccumulator {
     return this.opts.compression === 'none' ? 1 : this.ratios.get(topic) ?? 1
   }
 
-  /** estimate() with the ratio already looked up. */
-  private scale(ratio: number, uncompressed: number): number {
-    if (this.opts.compression === 'none') return uncompressed
-    return 61 + Math.ceil((uncompressed - 61) * ratio * 1.05)
-  }
-
   /**
    * The size a batch will have on the wire. With a codec, batches are closed against batch.size using
    * the ratio learned from recent batches of the topic (+5% margin, as Java), so compressed batches fill.
+   * The record area compresses; the header does not.
    */
-  private estimate(topic: string, uncompressed: number): number {
+  private scale(ratio: number, uncompressed: number): number {
     if (this.opts.compression === 'none') return uncompressed
-    const ratio = this.ratios.get(topic) ?? 1
-    return 61 + Math.ceil((uncompressed - 61) * ratio * 1.05)
+    return RECORD_BATCH_HEADER_SIZE + Math.ceil((uncompressed - RECORD_BATCH_HEADER_SIZE) * ratio * 1.05)
   }
 
   estimatedBytes(batch: ProducerBatch): number {
-    return batch.bytes ? batch.bytes.length : this.estimate(batch.tp.topic, batch.open!.uncompressedBytes)
+    return batch.bytes ? batch.bytes.length : this.scale(this.ratio(batch.tp.topic), batch.open!.uncompressedBytes)
   }
 
   /** Learns from a closed batch: improve slowly, deteriorate fast (Java's steps 0.005 and 0.05). */
   private observeRatio(batch: ProducerBatch): void {
-    if (this.opts.compression === 'none' || !batch.bytes || batch.uncompressedBytes <= 61) return
-    const observed = (batch.bytes.length - 61) / (batch.uncompressedBytes - 61)
+    const H = RECORD_BATCH_HEADER_SIZE
+    if (this.opts.compression === 'none' || !batch.bytes || batch.uncompressedBytes <= H) return
+    const observed = (batch.bytes.length - H) / (batch.uncompressedBytes - H)
     const current = this.ratios.get(batch.tp.topic) ?? 1
     const next = observed < current ? Math.max(current - 0.005, observed) : Math.max(current + 0.05, observed)
     this.ratios.set(batch.tp.topic, Math.min(next, 1))
@@ -324,7 +319,7 @@ export class RecordAccumulator {
     const limit = Math.min(this.opts.batchSize, Math.max(1, Math.floor(batch.sizeInBytes / 2)))
     for (let i = 0; i < records.length; i++) {
       const record = records[i]!
-      if (!current || this.estimate(batch.tp.topic, current.open!.estimatedSizeWith(record)) > limit) {
+      if (!current || this.scale(this.ratio(batch.tp.topic), current.open!.estimatedSizeWith(record)) > limit) {
         const open = this.core.openBatch({ compression: this.opts.compression, level: this.opts.compressionLevel })
         current = new ProducerBatch(batch.tp, open, batch.createdMs, 0)
         pieces.push(current)
@@ -364,13 +359,6 @@ export class RecordAccumulator {
 function leaderChanged(batch: ProducerBatch, cluster: Cluster): boolean {
   const epoch = cluster.topics.get(batch.tp.topic)?.partitions[batch.tp.partition]?.leaderEpoch ?? -1
   return batch.leaderEpochAtSend >= 0 && epoch > batch.leaderEpochAtSend
-}
-
-/** Retries go out by (producer id, epoch, sequence): after a bump, old-epoch batches before rewritten ones. */
-function sequenceOrder(a: ProducerBatch, b: ProducerBatch): number {
-  if (a.producerId !== b.producerId) return a.producerId < b.producerId ? -1 : 1
-  if (a.producerEpoch !== b.producerEpoch) return a.producerEpoch - b.producerEpoch
-  return a.baseSequence - b.baseSequence
 }
 
 /** An epoch bump restamps batches where they sit, which can leave the retries at a deque's head out of order. */

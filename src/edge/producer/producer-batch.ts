@@ -26,6 +26,13 @@ export const incrementSequence = (seq: number, by: number): number => (seq > INT
  * drained; then closed with its producer id, epoch and base sequence stamped, and its bytes never
  * change again except through an epoch-bump rewrite, so a retry is byte-identical to the first send.
  */
+/** Batches go out by (producer id, epoch, sequence): after a bump, old-epoch batches before rewritten ones. */
+export function sequenceOrder(a: ProducerBatch, b: ProducerBatch): number {
+  if (a.producerId !== b.producerId) return a.producerId < b.producerId ? -1 : 1
+  if (a.producerEpoch !== b.producerEpoch) return a.producerEpoch - b.producerEpoch
+  return a.baseSequence - b.baseSequence
+}
+
 export class ProducerBatch {
   open: OpenBatch | null
   bytes: Uint8Array | null = null

@@ -2,7 +2,7 @@ import { Cluster } from '../client/cluster.js'
 import {
   BufferExhaustedException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery,
 } from '../errors.js'
-import { loadCore, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
+import { RECORD_BATCH_HEADER_SIZE, loadCore, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
 import { ProducerMetrics } from './metrics.js'
@@ -266,7 +266,7 @@ export class Producer {
       p.reject(markDelivery(new KafkaEdgeError(`partition ${p.partition} of ${topic} does not exist: the topic has ${count} partitions`), false))
       return true
     }
-    const size = recordSizeFromBase(p.baseSize, 0, 0) + 61
+    const size = recordSizeFromBase(p.baseSize, 0, 0) + RECORD_BATCH_HEADER_SIZE
     if (size > c.maxRequestSize || size > c.bufferMemory) {
       const limit = size > c.maxRequestSize ? `max.request.size (${c.maxRequestSize})` : `buffer.memory (${c.bufferMemory})`
       this.failBeforeBatch(p, new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${limit}; send smaller records or raise the limit`))
@@ -330,7 +330,7 @@ export class Producer {
             }
           } else {
             // Buffer full: wait for space, then hand the reservation back and retry the append.
-            const bytes = Math.max(c.batchSize, recordSizeFromBase(p.baseSize, 0, 0) + 61)
+            const bytes = Math.max(c.batchSize, recordSizeFromBase(p.baseSize, 0, 0) + RECORD_BATCH_HEADER_SIZE)
             this.sender.wakeup()
             await this.pool.reserve(bytes, Math.max(0, left))
             this.pool.release(bytes)

@@ -1,5 +1,5 @@
 import { KafkaEdgeError } from '../errors.js'
-import { ProducerBatch, incrementSequence, type TopicPartition } from './producer-batch.js'
+import { ProducerBatch, incrementSequence, sequenceOrder, type TopicPartition } from './producer-batch.js'
 import type { ProducerStamp } from '../wasm/core.js'
 
 export interface ProducerIdAndEpoch { readonly producerId: bigint; readonly epoch: number }
@@ -40,7 +40,7 @@ export class TxnPartitionEntry {
 
   addInflight(batch: ProducerBatch): void {
     this.inflight.push(batch)
-    this.inflight.sort(compareBatches)
+    this.inflight.sort(sequenceOrder)
     if (!this.recent.includes(batch)) {
       this.recent.push(batch)
       if (this.recent.length > RECENT_KEPT) this.recent.shift()
@@ -84,7 +84,7 @@ export class TxnPartitionEntry {
       b.sequenceHasBeenReset = true
       seq += b.recordCount
     }
-    this.inflight.sort(compareBatches)
+    this.inflight.sort(sequenceOrder)
     this.producerIdAndEpoch = pe
     this.nextSequence = seq
     this.lastAckedSequence = NO_LAST_ACKED
@@ -98,7 +98,7 @@ export class TxnPartitionEntry {
       const seq = b.baseSequence - failed.recordCount
       restamp(b, { ...b.stamp(), baseSequence: Math.max(0, seq) })
     }
-    this.inflight.sort(compareBatches)
+    this.inflight.sort(sequenceOrder)
   }
 }
 
@@ -115,11 +115,6 @@ function beforeGap(b: ProducerBatch, gap: SequenceGap): boolean {
 
 const earlierGap = (a: SequenceGap, b: SequenceGap): SequenceGap => (a.epoch < b.epoch || (a.epoch === b.epoch && a.sequence <= b.sequence) ? a : b)
 
-function compareBatches(a: ProducerBatch, b: ProducerBatch): number {
-  if (a.producerId !== b.producerId) return a.producerId < b.producerId ? -1 : 1
-  if (a.producerEpoch !== b.producerEpoch) return a.producerEpoch - b.producerEpoch
-  return a.baseSequence - b.baseSequence
-}
 
 export type ProducerIdState = 'UNINITIALIZED' | 'INITIALIZING' | 'READY' | 'FATAL_ERROR'
 
