@@ -123,7 +123,7 @@ export type ProducerIdState = 'UNINITIALIZED' | 'INITIALIZING' | 'READY' | 'FATA
  * per partition, unresolved partitions after expiry, and the local epoch bump of KIP-360. Pure state:
  * the Sender asks it questions and reports events; it never does I/O.
  */
-export class TransactionManager {
+export class IdempotenceManager {
   producerIdAndEpoch: ProducerIdAndEpoch = NO_PRODUCER_ID
   state: ProducerIdState = 'UNINITIALIZED'
   fatalError: Error | null = null
@@ -135,10 +135,15 @@ export class TransactionManager {
   epochBumpRequired = false
   /** Every epoch change, for tests and metrics: [producerId, epoch]. */
   readonly epochHistory: ProducerIdAndEpoch[] = []
-  /** Transactions: whether a partition may be drained yet (Java: isSendToPartitionAllowed), set by transactions.ts. */
-  sendAllowed: ((tp: TopicPartition) => boolean) | null = null
-
-  constructor(readonly transactionalId: string | null, private readonly restamp: (b: ProducerBatch, s: ProducerStamp) => void) {}
+  /**
+   * @param sendAllowed transactions: whether a partition may be drained yet (Java's
+   *   isSendToPartitionAllowed); null for an idempotent producer.
+   */
+  constructor(
+    readonly transactionalId: string | null,
+    private readonly restamp: (b: ProducerBatch, s: ProducerStamp) => void,
+    private readonly sendAllowed: ((tp: TopicPartition) => boolean) | null = null,
+  ) {}
 
   get isTransactional(): boolean { return this.transactionalId !== null }
   get hasProducerId(): boolean { return this.producerIdAndEpoch.producerId >= 0n }
