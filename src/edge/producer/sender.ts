@@ -2,22 +2,14 @@ import type { Cluster } from '../client/cluster.js'
 import type { Connection } from '../client/connection.js'
 import { InvalidRecordException, TimeoutException, markDelivery } from '../errors.js'
 import { invalidatesMetadata, isAmbiguous, isFatal, refusesProducerState } from './error-policy.js'
-import { InitProducerId, Produce, apiError, errorCode, errorInfo, type Message } from '../protocol/index.js'
+import { InitProducerId, Produce, apiError, errorCode, errorInfo, type ResponseBody } from '../protocol/index.js'
 import type { RecordAccumulator } from './accumulator.js'
 import type { ProducerConfig } from './config.js'
 import type { ProducerMetrics } from './metrics.js'
 import type { ProducerBatch } from './producer-batch.js'
 import type { IdempotenceManager } from './idempotence.js'
 
-interface PartitionResponse {
-  errorCode: number
-  baseOffset: bigint
-  logAppendTimeMs: bigint
-  logStartOffset: bigint
-  recordErrors: Array<{ batchIndex: number; batchIndexErrorMessage: string | null }>
-  errorMessage: string | null
-  currentLeader: { leaderId: number; leaderEpoch: number } | null
-}
+type PartitionResponse = ResponseBody<typeof Produce>['responses'][number]['partitionResponses'][number]
 
 const INT_MAX = 2147483647
 /** Brokers refuse zstd batches in Produce requests below v7 (Kafka 2.1), and a 2.0 broker cannot read them. */
@@ -179,9 +171,9 @@ export class Sender {
     idem.state = 'INITIALIZING'
     const conn = this.cluster.anyConnection()
     conn.request(InitProducerId, { transactionalId: null, transactionTimeoutMs: INT_MAX, producerId: -1n, producerEpoch: -1 }).response.then((res) => {
-      const code = res.errorCode as number
+      const code = res.errorCode
       if (code === 0) {
-        idem.initialized({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number })
+        idem.initialized({ producerId: res.producerId, epoch: res.producerEpoch })
         this.config.log.debug('epoch', 'producer id assigned', { producerId: res.producerId, epoch: res.producerEpoch, broker: conn.describe() })
       } else if (isFatal(code, { transactional: false })) {
         idem.transitionToFatal(apiError(code, 'InitProducerId'))
@@ -244,7 +236,7 @@ export class Sender {
     }, { cap: this.produceVersionCap(), expectResponse })
     pending.response.then(
       (res) => {
-        const throttleMs = expectResponse ? (res.throttleTimeMs as number) : 0
+        const throttleMs = expectResponse ? res.throttleTimeMs : 0
         if (throttleMs > 0 && (conn.versionFor(Produce, this.produceVersionCap()) ?? 0) >= 6) {
           // Answers pipelined on one connection each carry a throttle; the latest end wins, never an earlier one.
           this.throttledUntil.set(node, Math.max(this.throttledUntil.get(node) ?? 0, this.config.clock.now() + throttleMs))
@@ -272,21 +264,21 @@ export class Sender {
   /** Transactions without TV2 stop at Produce v11; everything else at 12 (v13 needs topic ids). */
   produceVersionCap(): number { return this.txnHooks?.produceVersionCap() ?? 12 }
 
-  private handleResponse(res: Message, batches: ProducerBatch[], expectResponse: boolean, sentMs: number): void {
+  private handleResponse(res: ResponseBody<typeof Produce>, batches: ProducerBatch[], expectResponse: boolean, sentMs: number): void {
     const now = this.config.clock.now()
     if (!expectResponse) {
       for (const b of batches) {
         this.completeBatch(b, {
-          errorCode: 0, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null,
+          index: b.tp.partition, errorCode: 0, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null,
         }, now)
       }
       return
     }
     this.metrics.requestLatency.record(now - sentMs)
-    this.metrics.throttleTime.record(res.throttleTimeMs as number)
-    const endpoints = (res.nodeEndpoints ?? []) as Array<{ nodeId: number; host: string; port: number }>
+    this.metrics.throttleTime.record(res.throttleTimeMs)
+    const endpoints = res.nodeEndpoints
     const byKey = new Map<string, PartitionResponse>()
-    for (const t of res.responses as Array<{ name: string; partitionResponses: Array<PartitionResponse & { index: number }> }>) {
+    for (const t of res.responses) {
       for (const p of t.partitionResponses) byKey.set(`${t.name}:${p.index}`, p)
     }
     for (const b of batches) {
@@ -433,7 +425,7 @@ function copyOf(e: Error): Error {
 }
 
 function errorResponse(errorCode: number): PartitionResponse {
-  return { errorCode, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null }
+  return { index: -1, errorCode, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null }
 }
 
 function perRecordErrors(batch: ProducerBatch, pr: PartitionResponse): Map<number, Error> | undefined {

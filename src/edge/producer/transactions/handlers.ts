@@ -1,7 +1,7 @@
 import { FatalTransactionException, KafkaEdgeError, ProducerFencedException } from '../../errors.js'
 import {
   AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, FindCoordinator, InitProducerId, TxnOffsetCommit, apiError, errorInfo,
-  errorCode as code, type ApiSchema, type Message,
+  errorCode as code, type ApiSchema, type RequestBody, type ResponseBody,
 } from '../../protocol/index.js'
 import { topicPartition, type TopicPartition } from '../producer-batch.js'
 import type { ProducerIdAndEpoch } from '../idempotence.js'
@@ -11,22 +11,22 @@ import { ADD_PARTITIONS_RETRY_BACKOFF_MS, CoordinatorType, Priority, TxnResult, 
 // Coordinator requests, one class per API (Java's TxnRequestHandler subclasses): each builds its body
 // and turns its response into a state change of the TransactionCoordinatorClient.
 
-export abstract class TxnRequestHandler {
+export abstract class TxnRequestHandler<A extends ApiSchema = ApiSchema> {
   isRetry = false
   readonly seq: number
   constructor(protected readonly tm: TransactionCoordinatorClient, readonly result: TxnResult, readonly priority: Priority) {
     this.seq = tm.nextSeq++
   }
-  abstract readonly api: ApiSchema
+  abstract readonly api: A
   /** Which coordinator the request goes to; null = any broker. */
   coordinatorType(): CoordinatorType | null { return CoordinatorType.TRANSACTION }
   coordinatorKey(): string { return this.tm.transactionalId }
   get isEndTxn(): boolean { return false }
   retryBackoffMs(): number { return this.tm.retryBackoffMs }
-  abstract body(): Message
+  abstract body(): RequestBody<A>
   /** Version rule: an exact version or a cap, given the negotiated range. */
   versionOpts(): { version?: number; cap?: number } { return {} }
-  abstract handleResponse(res: Message): void
+  abstract handleResponse(res: ResponseBody<A>): void
 
   fatalError(e: Error): void { this.result.fail(e); this.tm.transitionToFatalError(e) }
   abortableError(e: Error): void { this.result.fail(e); this.tm.transitionToAbortableError(e) }
@@ -46,19 +46,16 @@ export const fenced = (tm: TransactionCoordinatorClient) => new ProducerFencedEx
   `(producer id ${tm.producerIdAndEpoch.producerId}, epoch ${tm.producerIdAndEpoch.epoch}) was fenced: ` +
   'another producer with the same transactional.id initialized, or the transaction timed out on the coordinator; close this producer')
 
-export class FindCoordinatorHandler extends TxnRequestHandler {
+export class FindCoordinatorHandler extends TxnRequestHandler<typeof FindCoordinator> {
   readonly api = FindCoordinator
   constructor(tm: TransactionCoordinatorClient, readonly type: CoordinatorType, readonly key: string) {
     super(tm, new TxnResult('FindCoordinator'), Priority.FIND_COORDINATOR)
   }
   override coordinatorType(): null { return null }
-  body(): Message { return { key: this.key, keyType: this.type, coordinatorKeys: [this.key] } }
-  handleResponse(res: Message): void {
-    const list = (res.coordinators ?? []) as Array<{ nodeId: number; host: string; port: number; errorCode: number; errorMessage: string | null }>
-    const c = list.length > 0 ? list[0]! : {
-      nodeId: res.nodeId as number, host: res.host as string, port: res.port as number,
-      errorCode: res.errorCode as number, errorMessage: res.errorMessage as string | null,
-    }
+  body(): RequestBody<typeof FindCoordinator> { return { key: this.key, keyType: this.type, coordinatorKeys: [this.key] } }
+  handleResponse(res: ResponseBody<typeof FindCoordinator>): void {
+    // v4+ answers in `coordinators`, older versions in top-level fields.
+    const c = res.coordinators[0] ?? res
     const err = c.errorCode
     if (err === 0) {
       this.tm.setCoordinator(this.type, this.key, { nodeId: c.nodeId, host: c.host, port: c.port })
@@ -78,18 +75,18 @@ export class FindCoordinatorHandler extends TxnRequestHandler {
   }
 }
 
-export class InitProducerIdHandler extends TxnRequestHandler {
+export class InitProducerIdHandler extends TxnRequestHandler<typeof InitProducerId> {
   readonly api = InitProducerId
   constructor(tm: TransactionCoordinatorClient, readonly current: ProducerIdAndEpoch, readonly isEpochBump: boolean) {
     super(tm, new TxnResult('InitProducerId'), isEpochBump ? Priority.EPOCH_BUMP : Priority.INIT_PRODUCER_ID)
   }
-  body(): Message {
+  body(): RequestBody<typeof InitProducerId> {
     return { transactionalId: this.tm.transactionalId, transactionTimeoutMs: this.tm.transactionTimeoutMs, producerId: this.current.producerId, producerEpoch: this.current.epoch }
   }
-  handleResponse(res: Message): void {
-    const err = res.errorCode as number
+  handleResponse(res: ResponseBody<typeof InitProducerId>): void {
+    const err = res.errorCode
     if (err === 0) {
-      this.tm.adoptProducerId({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number }, true)
+      this.tm.adoptProducerId({ producerId: res.producerId, epoch: res.producerEpoch }, true)
       this.tm.transitionTo('READY')
       // An epoch bump that replaced EndTxn (INVALID_PRODUCER_ID_MAPPING) also ends the transaction.
       if (this.isEpochBump) this.tm.clearTransaction()
@@ -110,7 +107,7 @@ export class InitProducerIdHandler extends TxnRequestHandler {
   }
 }
 
-export class AddPartitionsToTxnHandler extends TxnRequestHandler {
+export class AddPartitionsToTxnHandler extends TxnRequestHandler<typeof AddPartitionsToTxn> {
   readonly api = AddPartitionsToTxn
   private backoff: number
   constructor(tm: TransactionCoordinatorClient, readonly partitions: TopicPartition[]) {
@@ -119,7 +116,7 @@ export class AddPartitionsToTxnHandler extends TxnRequestHandler {
   }
   override retryBackoffMs(): number { return Math.min(this.tm.retryBackoffMs, this.backoff) }
   override versionOpts() { return { cap: 3 } }
-  body(): Message {
+  body(): RequestBody<typeof AddPartitionsToTxn> {
     const byTopic = new Map<string, number[]>()
     for (const tp of this.partitions) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition])
     const pe = this.tm.producerIdAndEpoch
@@ -128,10 +125,10 @@ export class AddPartitionsToTxnHandler extends TxnRequestHandler {
       topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })),
     }
   }
-  handleResponse(res: Message): void {
+  handleResponse(res: ResponseBody<typeof AddPartitionsToTxn>): void {
     this.backoff = this.tm.retryBackoffMs
     const errors: Array<[TopicPartition, number]> = []
-    for (const t of res.results as Array<{ name: string; partitions: Array<{ partitionIndex: number; errorCode: number }> }>) {
+    for (const t of res.results) {
       for (const p of t.partitions) errors.push([topicPartition(t.name, p.partitionIndex), p.errorCode])
     }
     let hasPartitionErrors = false
@@ -169,24 +166,24 @@ export class AddPartitionsToTxnHandler extends TxnRequestHandler {
   }
 }
 
-export class EndTxnHandler extends TxnRequestHandler {
+export class EndTxnHandler extends TxnRequestHandler<typeof EndTxn> {
   readonly api = EndTxn
   constructor(tm: TransactionCoordinatorClient, readonly committed: boolean, readonly tv2: boolean) {
     super(tm, new TxnResult(`EndTxn(${committed ? 'commit' : 'abort'})`), Priority.END_TXN)
   }
   override get isEndTxn(): boolean { return true }
   override versionOpts() { return this.tv2 ? { version: 5 } : { cap: 4 } }
-  body(): Message {
+  body(): RequestBody<typeof EndTxn> {
     const pe = this.tm.producerIdAndEpoch
     return { transactionalId: this.tm.transactionalId, producerId: pe.producerId, producerEpoch: pe.epoch, committed: this.committed }
   }
-  handleResponse(res: Message): void {
-    const err = res.errorCode as number
+  handleResponse(res: ResponseBody<typeof EndTxn>): void {
+    const err = res.errorCode
     if (err === 0) {
       // Transaction v2: the coordinator bumped the epoch (or, at its end, gave a new producer id at epoch 0).
       if (this.tv2) {
-        const pid = res.producerId as bigint
-        const epoch = res.producerEpoch as number
+        const pid = res.producerId
+        const epoch = res.producerEpoch
         if (pid >= 0n && epoch >= 0) this.tm.adoptProducerId({ producerId: pid, epoch }, true)
       }
       this.tm.completeTransaction()
@@ -209,18 +206,18 @@ export class EndTxnHandler extends TxnRequestHandler {
   }
 }
 
-export class AddOffsetsToTxnHandler extends TxnRequestHandler {
+export class AddOffsetsToTxnHandler extends TxnRequestHandler<typeof AddOffsetsToTxn> {
   readonly api = AddOffsetsToTxn
   constructor(tm: TransactionCoordinatorClient, readonly offsets: OffsetToCommit[], readonly group: Required<GroupMetadata>) {
     super(tm, new TxnResult('AddOffsetsToTxn'), Priority.ADD_PARTITIONS_OR_OFFSETS)
   }
   override versionOpts() { return { cap: 4 } }
-  body(): Message {
+  body(): RequestBody<typeof AddOffsetsToTxn> {
     const pe = this.tm.producerIdAndEpoch
     return { transactionalId: this.tm.transactionalId, producerId: pe.producerId, producerEpoch: pe.epoch, groupId: this.group.groupId }
   }
-  handleResponse(res: Message): void {
-    const err = res.errorCode as number
+  handleResponse(res: ResponseBody<typeof AddOffsetsToTxn>): void {
+    const err = res.errorCode
     if (err === 0) {
       // The result completes only when the TxnOffsetCommit that follows does.
       this.tm.enqueue(new TxnOffsetCommitHandler(this.tm, this.result, this.offsets, this.group, false))
@@ -243,7 +240,7 @@ export class AddOffsetsToTxnHandler extends TxnRequestHandler {
   }
 }
 
-export class TxnOffsetCommitHandler extends TxnRequestHandler {
+export class TxnOffsetCommitHandler extends TxnRequestHandler<typeof TxnOffsetCommit> {
   readonly api = TxnOffsetCommit
   /** Partitions still to commit: retriable per-partition errors keep theirs here. */
   private pending: Map<string, OffsetToCommit>
@@ -254,9 +251,9 @@ export class TxnOffsetCommitHandler extends TxnRequestHandler {
   override coordinatorType(): CoordinatorType { return CoordinatorType.GROUP }
   override coordinatorKey(): string { return this.group.groupId }
   override versionOpts() { return this.tv2 ? { version: 5 } : { cap: 4 } }
-  body(): Message {
+  body(): RequestBody<typeof TxnOffsetCommit> {
     const pe = this.tm.producerIdAndEpoch
-    const byTopic = new Map<string, Message[]>()
+    const byTopic = new Map<string, Array<{ partitionIndex: number; committedOffset: bigint; committedLeaderEpoch: number; committedMetadata: string }>>()
     for (const o of this.pending.values()) {
       byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), {
         partitionIndex: o.partition, committedOffset: BigInt(o.offset), committedLeaderEpoch: o.leaderEpoch ?? -1, committedMetadata: o.metadata ?? '',
@@ -268,10 +265,10 @@ export class TxnOffsetCommitHandler extends TxnRequestHandler {
       topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })),
     }
   }
-  handleResponse(res: Message): void {
+  handleResponse(res: ResponseBody<typeof TxnOffsetCommit>): void {
     let reloaded = false
     const what = `TxnOffsetCommit for group ${this.group.groupId}`
-    outer: for (const t of res.topics as Array<{ name: string; partitions: Array<{ partitionIndex: number; errorCode: number }> }>) {
+    outer: for (const t of res.topics) {
       for (const p of t.partitions) {
         const err = p.errorCode
         const key = `${t.name}:${p.partitionIndex}`
