@@ -60,7 +60,7 @@ describe('IdempotenceManager sequencing (reference section 3)', () => {
     const b1 = drain(tm, batch()); const b2 = drain(tm, batch())
     // b2 is not next after the last ack: plain retry.
     expect(tm.canRetrySequenceError('OUT_OF_ORDER_SEQUENCE_NUMBER', b2, 0n)).toBe(true)
-    expect(tm.epochBumpRequired).toBe(false)
+    expect(tm.sequencesNeedNewEpoch).toBe(false)
     expect(tm.canRetrySequenceError('OUT_OF_ORDER_SEQUENCE_NUMBER', b1, 0n)).toBe(true)
     expect(tm.bumpIdempotentEpochIfRequired()).toBe(true)
     expect([b1.producerEpoch, b1.baseSequence, b2.producerEpoch, b2.baseSequence]).toEqual([1, 0, 1, 1])
@@ -109,9 +109,9 @@ describe('IdempotenceManager sequencing (reference section 3)', () => {
     ack(tm, drain(tm, batch()), 0n)
     const b = drain(tm, batch())
     expect(tm.canRetrySequenceError('UNKNOWN_PRODUCER_ID', b, -1n)).toBe(true)
-    expect(tm.epochBumpRequired).toBe(false)
+    expect(tm.sequencesNeedNewEpoch).toBe(false)
     expect(tm.canRetrySequenceError('UNKNOWN_PRODUCER_ID', b, 5n)).toBe(true)
-    expect(tm.epochBumpRequired).toBe(true)
+    expect(tm.sequencesNeedNewEpoch).toBe(true)
   })
 
   it('at Short.MAX_VALUE the bump drops the id; the new id restarts the partition at 0', () => {

@@ -1,4 +1,4 @@
-import { KafkaEdgeError } from '../errors.js'
+import { IllegalStateException, KafkaEdgeError } from '../errors.js'
 import { ProducerBatch, incrementSequence, sequenceOrder, type TopicPartition } from './producer-batch.js'
 import type { ProducerStamp } from '../wasm/core.js'
 
@@ -118,6 +118,16 @@ const earlierGap = (a: SequenceGap, b: SequenceGap): SequenceGap => (a.epoch < b
 
 export type ProducerIdState = 'UNINITIALIZED' | 'INITIALIZING' | 'READY' | 'FATAL_ERROR'
 
+/** target -> the states it may be entered from. FATAL_ERROR is entered from anywhere and never left. */
+const PRODUCER_ID_TRANSITIONS: Record<ProducerIdState, readonly ProducerIdState[]> = {
+  // READY: the id dropped at Short.MAX_VALUE epochs; INITIALIZING: InitProducerId failed, try again.
+  UNINITIALIZED: ['READY', 'INITIALIZING'],
+  INITIALIZING: ['UNINITIALIZED'],
+  // UNINITIALIZED / READY: the transactional producer adopts ids its coordinator client obtained.
+  READY: ['INITIALIZING', 'UNINITIALIZED', 'READY'],
+  FATAL_ERROR: ['UNINITIALIZED', 'INITIALIZING', 'READY', 'FATAL_ERROR'],
+}
+
 /**
  * The idempotence bookkeeping of Java's TransactionManager: producer id and epoch, sequence numbers
  * per partition, unresolved partitions after expiry, and the local epoch bump of KIP-360. Pure state:
@@ -125,14 +135,19 @@ export type ProducerIdState = 'UNINITIALIZED' | 'INITIALIZING' | 'READY' | 'FATA
  */
 export class IdempotenceManager {
   producerIdAndEpoch: ProducerIdAndEpoch = NO_PRODUCER_ID
-  state: ProducerIdState = 'UNINITIALIZED'
+  private producerIdState: ProducerIdState = 'UNINITIALIZED'
   fatalError: Error | null = null
   private readonly partitions = new Map<string, TxnPartitionEntry>()
   /** Partition -> the next sequence it would have had when a batch with unknown outcome expired. */
   readonly unresolved = new Map<string, number>()
   /** Partition -> where its sequences broke (null: rewrite every in-flight batch). */
   private readonly partitionsToRewrite = new Map<string, SequenceGap | null>()
-  epochBumpRequired = false
+  /**
+   * A partition's sequences broke and only a new epoch repairs them. The idempotent producer bumps
+   * locally at once (bumpIdempotentEpochIfRequired); a transactional one hands it to its coordinator
+   * client, whose epochBumpRequired (Java's) bumps when the transaction completes.
+   */
+  sequencesNeedNewEpoch = false
   /** Every epoch change, for tests and metrics: [producerId, epoch]. */
   readonly epochHistory: ProducerIdAndEpoch[] = []
   /**
@@ -148,6 +163,26 @@ export class IdempotenceManager {
   get isTransactional(): boolean { return this.transactionalId !== null }
   get hasProducerId(): boolean { return this.producerIdAndEpoch.producerId >= 0n }
 
+  get state(): ProducerIdState { return this.producerIdState }
+
+  /**
+   * The only writer of `state`. A move the table does not allow is a bug, not a broker answer, and
+   * throws; an answer that arrives after a fatal error changes nothing.
+   */
+  private transitionTo(target: ProducerIdState): boolean {
+    const from = this.producerIdState
+    if (from === 'FATAL_ERROR' && target !== 'FATAL_ERROR') return false
+    if (!PRODUCER_ID_TRANSITIONS[target].includes(from)) throw new IllegalStateException(`producer id state cannot move from ${from} to ${target}`)
+    this.producerIdState = target
+    return true
+  }
+
+  /** The Sender sends InitProducerId (idempotent producer). */
+  initializing(): void { this.transitionTo('INITIALIZING') }
+
+  /** InitProducerId failed retriably: the Sender tries again after a backoff. */
+  initFailed(): void { this.transitionTo('UNINITIALIZED') }
+
   entry(tp: TopicPartition): TxnPartitionEntry {
     let e = this.partitions.get(tp.key)
     if (!e) { e = new TxnPartitionEntry(tp); this.partitions.set(tp.key, e) }
@@ -161,8 +196,8 @@ export class IdempotenceManager {
 
   /** InitProducerId answered. */
   initialized(pe: ProducerIdAndEpoch): void {
+    if (!this.transitionTo('READY')) return
     this.setProducerIdAndEpoch(pe)
-    this.state = 'READY'
     if (!this.isTransactional) {
       // A bump past Short.MAX_VALUE: the partitions that asked for it restart under the new id.
       for (const [key, gap] of this.partitionsToRewrite) {
@@ -174,7 +209,8 @@ export class IdempotenceManager {
   }
 
   transitionToFatal(error: Error): void {
-    this.state = 'FATAL_ERROR'
+    if (this.producerIdState === 'FATAL_ERROR') return
+    this.transitionTo('FATAL_ERROR')
     this.fatalError = error
   }
 
@@ -264,7 +300,7 @@ export class IdempotenceManager {
    * every in-flight batch is rewritten.
    */
   requestEpochBumpForPartition(tp: TopicPartition, failed?: ProducerBatch): void {
-    this.epochBumpRequired = true
+    this.sequencesNeedNewEpoch = true
     const gap: SequenceGap | null = failed && failed.hasSequence && !failed.maybeWritten
       ? { producerId: failed.producerId, epoch: failed.producerEpoch, sequence: failed.baseSequence }
       : null
@@ -280,12 +316,12 @@ export class IdempotenceManager {
    * for it restart their in-flight batches from sequence 0.
    */
   bumpIdempotentEpochIfRequired(): boolean {
-    if (this.isTransactional || !this.epochBumpRequired) return false
+    if (this.isTransactional || !this.sequencesNeedNewEpoch) return false
     if (this.producerIdAndEpoch.epoch >= EPOCH_MAX) {
       this.producerIdAndEpoch = NO_PRODUCER_ID
-      this.state = 'UNINITIALIZED'
+      this.transitionTo('UNINITIALIZED')
       // The rewrite waits for the new producer id (initialized()); restamping now would stamp id -1.
-      this.epochBumpRequired = false
+      this.sequencesNeedNewEpoch = false
       return true
     } else {
       this.setProducerIdAndEpoch({ producerId: this.producerIdAndEpoch.producerId, epoch: this.producerIdAndEpoch.epoch + 1 })
@@ -296,7 +332,7 @@ export class IdempotenceManager {
       this.unresolved.delete(key)
     }
     this.partitionsToRewrite.clear()
-    this.epochBumpRequired = false
+    this.sequencesNeedNewEpoch = false
     return true
   }
 
@@ -322,7 +358,7 @@ export class IdempotenceManager {
         continue
       }
       if (this.isTransactional) {
-        this.epochBumpRequired = true
+        this.sequencesNeedNewEpoch = true
         abortable = new KafkaEdgeError(`the client has no acknowledgement for some records sent to ${e.tp.topic}-${e.tp.partition} ` +
           'and can no longer retry them; abort the transaction and continue')
       } else {

@@ -168,7 +168,7 @@ export class Sender {
       return
     }
     this.initInFlight = true
-    idem.state = 'INITIALIZING'
+    idem.initializing()
     const conn = this.cluster.anyConnection()
     conn.request(InitProducerId, { transactionalId: null, transactionTimeoutMs: INT_MAX, producerId: -1n, producerEpoch: -1 }).response.then((res) => {
       const code = res.errorCode
@@ -178,12 +178,12 @@ export class Sender {
       } else if (isFatal(code, { transactional: false })) {
         idem.transitionToFatal(apiError(code, 'InitProducerId'))
       } else {
-        idem.state = 'UNINITIALIZED'
+        idem.initFailed()
         this.initBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs
         if (code === 14 || code === 15 || code === 16) this.cluster.requestUpdate()
       }
     }, () => {
-      idem.state = 'UNINITIALIZED'
+      idem.initFailed()
       this.initBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs
     }).finally(() => { this.initInFlight = false; this.wakeup() })
   }

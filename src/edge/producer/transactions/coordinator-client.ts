@@ -142,7 +142,7 @@ export class TransactionCoordinatorClient {
       // expired while committing (Java's maybeResolveSequences asks for the bump regardless; here it
       // may not have run yet). Else the partition's next batches meet OUT_OF_ORDER_SEQUENCE_NUMBER
       // until they expire too (sim seed 18666).
-      if (this.canBumpEpoch && (this.idem.unresolved.size > 0 || this.idem.epochBumpRequired)) this.epochBumpRequired = true
+      if (this.canBumpEpoch && (this.idem.unresolved.size > 0 || this.idem.sequencesNeedNewEpoch)) this.epochBumpRequired = true
       this.newPartitions.clear()
       // Records not yet sent never will be; those in flight complete before EndTxn goes out.
       this.host.abortUndrainedBatches(new TransactionAbortedException('the transaction was aborted before the record was sent'))
@@ -274,7 +274,7 @@ export class TransactionCoordinatorClient {
     this.idem.initialized(pe)
     if (resetSequences) {
       this.idem.unresolved.clear()
-      this.idem.epochBumpRequired = false
+      this.idem.sequencesNeedNewEpoch = false
     }
   }
 
