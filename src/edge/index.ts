@@ -4,7 +4,9 @@
  * condition of the package root).
  */
 export { createProducer, Producer, type ProducerRecord, type RecordMetadata, type ProducerState } from './producer/producer.js'
-export type { ProducerSettings, JavaProducerSettings, AnyProducerSettings, SecurityProtocol } from './producer/config.js'
+export type {
+  ProducerSettings, JavaProducerSettings, AnyProducerSettings, SecurityProtocol, ProducerObserver, ProduceRequestEvent, CoordinatorRequestEvent,
+} from './producer/config.js'
 export type { OAuthBearerToken } from './auth/sasl.js'
 export type { AwsCredentials } from './auth/aws-msk-iam.js'
 export type { TxnState, GroupMetadata, OffsetsToCommit } from './producer/transactions/state.js'

@@ -139,8 +139,9 @@ export function setup(opts: { tv?: number; maxBlockMs?: number; retryBackoffMs?:
   const fake = new FakeCoordinators()
   if (opts.tv !== undefined) fake.tv = opts.tv
   const host = new FakeHost()
-  const idem = new IdempotenceManager('tid-1', () => {})
-  const tm = new TransactionCoordinatorClient({
+  const epochs: Array<{ producerId: bigint; epoch: number }> = []
+  const idem = new IdempotenceManager('tid-1', () => {}, (tp) => tm.isSendToPartitionAllowed(tp), (pe) => { epochs.push(pe) })
+  const tm: TransactionCoordinatorClient = new TransactionCoordinatorClient({
     transactionalId: 'tid-1', transactionTimeoutMs: opts.transactionTimeoutMs ?? 60000, retryBackoffMs: opts.retryBackoffMs ?? 100,
     maxBlockMs: opts.maxBlockMs ?? 60000, clock: fake.clock, cluster: fake.cluster(), idempotence: idem, host,
   })
@@ -162,7 +163,7 @@ export function setup(opts: { tv?: number; maxBlockMs?: number; retryBackoffMs?:
     if (r.ok) throw new Error('expected a failure')
     return r.error
   }
-  return { fake, host, idem, tm, run, ok, fails }
+  return { fake, host, idem, tm, run, ok, fails, epochs }
 }
 
 export { Produce }

@@ -214,7 +214,7 @@ describe('reference section 7 scenarios', () => {
     const next = w.send('t')
     await finish(w)
     expect(next.status).toBe('acked')
-    expect(w.producer.idempotence!.state).toBe('READY')
+    expect(w.producer.state.transactionState).toBe('READY')
     expect(w.producer.state.producerEpoch).toBe(1)
   })
 
@@ -268,7 +268,7 @@ describe('reference section 7 scenarios', () => {
     w.cluster.reviveBroker(1)
     await finish(w)
     expect(outs.every((o) => o.status === 'acked')).toBe(true)
-    expect(w.producer.idempotence!.state).toBe('READY')
+    expect(w.producer.state.transactionState).toBe('READY')
     expect(w.cluster.duplicates).toBeGreaterThan(0)
   })
 

@@ -148,8 +148,6 @@ export class IdempotenceManager {
    * client, whose epochBumpRequired (Java's) bumps when the transaction completes.
    */
   sequencesNeedNewEpoch = false
-  /** Every epoch change, for tests and metrics: [producerId, epoch]. */
-  readonly epochHistory: ProducerIdAndEpoch[] = []
   /**
    * @param sendAllowed transactions: whether a partition may be drained yet (Java's
    *   isSendToPartitionAllowed); null for an idempotent producer.
@@ -158,6 +156,7 @@ export class IdempotenceManager {
     readonly transactionalId: string | null,
     private readonly restamp: (b: ProducerBatch, s: ProducerStamp) => void,
     private readonly sendAllowed: ((tp: TopicPartition) => boolean) | null = null,
+    private readonly onProducerId: ((pe: ProducerIdAndEpoch) => void) | undefined = undefined,
   ) {}
 
   get isTransactional(): boolean { return this.transactionalId !== null }
@@ -191,7 +190,7 @@ export class IdempotenceManager {
 
   setProducerIdAndEpoch(pe: ProducerIdAndEpoch): void {
     this.producerIdAndEpoch = pe
-    this.epochHistory.push(pe)
+    this.onProducerId?.(pe)
   }
 
   /** InitProducerId answered. */

@@ -107,10 +107,10 @@ export class Producer {
       restamp(this.core!, b.bytes!, s)
       b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence; b.transactional = s.transactional
     // The accumulator drains a partition only once it is part of the transaction.
-    }, c.transactionalId === null ? null : (tp) => this.transactions!.isSendToPartitionAllowed(tp)) : null
+    }, c.transactionalId === null ? null : (tp) => this.transactions!.isSendToPartitionAllowed(tp), c.observer.onProducerId?.bind(c.observer)) : null
     this.transactions = c.transactionalId !== null && this.idempotence ? new TransactionCoordinatorClient({
       transactionalId: c.transactionalId, transactionTimeoutMs: c.transactionTimeoutMs, retryBackoffMs: c.retryBackoffMs,
-      maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.idempotence,
+      maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.idempotence, observer: c.observer,
       host: {
         hasIncomplete: () => this.waiting.length > 0 || (this.core !== null && (this.accumulator.incomplete.size > 0 || this.sender.inFlightRequests > 0)),
         flush: () => this.flush().then(() => this.sender?.whenNoRequestsInFlight()),

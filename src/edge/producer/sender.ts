@@ -6,7 +6,7 @@ import { InitProducerId, Produce, apiError, errorCode, errorInfo, type ResponseB
 import type { RecordAccumulator } from './accumulator.js'
 import type { ProducerConfig } from './config.js'
 import type { ProducerMetrics } from './metrics.js'
-import type { ProducerBatch } from './producer-batch.js'
+import type { ProducerBatch, TopicPartition } from './producer-batch.js'
 import type { IdempotenceManager } from './idempotence.js'
 
 type PartitionResponse = ResponseBody<typeof Produce>['responses'][number]['partitionResponses'][number]
@@ -39,8 +39,6 @@ export class Sender {
   private initBackoffUntil = 0
   closed = false
   readonly topicsInUse = new Set<string>()
-  /** Observers for tests: every Produce request as sent. */
-  onProduceRequest: ((node: number, batches: readonly ProducerBatch[]) => void) | null = null
   /**
    * @param txnHooks the transactional producer's coordinator client: Produce version ceiling and batch
    *   failures; null without a transactional.id.
@@ -51,7 +49,11 @@ export class Sender {
     private readonly accumulator: RecordAccumulator,
     private readonly idempotence: IdempotenceManager | null,
     private readonly metrics: ProducerMetrics,
-    private readonly txnHooks: { produceVersionCap(): number; batchFailed(error: Error): void } | null = null,
+    private readonly txnHooks: {
+      produceVersionCap(): number
+      batchFailed(error: Error): void
+      isPartitionInTransaction(tp: TopicPartition): boolean
+    } | null = null,
   ) {}
 
   get inFlightRequests(): number {
@@ -226,7 +228,7 @@ export class Sender {
     this.metrics.recordsPerRequest.record(records)
     this.metrics.totals.requests++
     this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 0) + 1)
-    this.onProduceRequest?.(node, batches)
+    if (this.config.observer.onProduceRequest) this.observeProduce(node, batches)
     const expectResponse = this.config.acks !== 0
     const pending = conn.request(Produce, {
       transactionalId: this.idempotence?.transactionalId ?? null,
@@ -259,6 +261,17 @@ export class Sender {
   whenNoRequestsInFlight(): Promise<void> {
     if (this.inFlightRequests === 0) return Promise.resolve()
     return new Promise((resolve) => this.idleWaiters.push(resolve))
+  }
+
+  private observeProduce(node: number, batches: readonly ProducerBatch[]): void {
+    this.config.observer.onProduceRequest!({
+      node,
+      maxVersion: this.produceVersionCap(),
+      batches: batches.map((b) => ({
+        topic: b.tp.topic, partition: b.tp.partition, producerId: b.producerId, producerEpoch: b.producerEpoch, baseSequence: b.baseSequence,
+        recordCount: b.recordCount, sizeInBytes: b.sizeInBytes, attempt: b.attempts + 1, inTransaction: this.txnHooks?.isPartitionInTransaction(b.tp) ?? false,
+      })),
+    })
   }
 
   /** Transactions without TV2 stop at Produce v11; everything else at 12 (v13 needs topic ids). */

@@ -6,6 +6,7 @@ import {
 import { EndTxn, InitProducerId, Produce, apiError, errorCode as code, type Message } from '../../protocol/index.js'
 import { isFatal } from '../error-policy.js'
 import type { TopicPartition } from '../producer-batch.js'
+import type { ProducerObserver } from '../config.js'
 import type { IdempotenceManager, ProducerIdAndEpoch } from '../idempotence.js'
 import {
   AddOffsetsToTxnHandler, AddPartitionsToTxnHandler, EndTxnHandler, FindCoordinatorHandler, InitProducerIdHandler,
@@ -33,6 +34,7 @@ export class TransactionCoordinatorClient {
   readonly transactionTimeoutMs: number
   readonly retryBackoffMs: number
   readonly host: TransactionHost
+  private readonly observer: ProducerObserver
   private readonly clock: Clock
   private readonly cluster: CoordinatorCluster
   private readonly idem: IdempotenceManager
@@ -62,10 +64,6 @@ export class TransactionCoordinatorClient {
   private pendingTransition: { result: TxnResult; state: TxnState; operation: string } | null = null
   private closed = false
 
-  /** Requests sent per API name (retries included): tells which protocol path ran. */
-  readonly requestsSent: Record<string, number> = {}
-  /** Observer for tests: each coordinator request as it is sent. */
-  onRequest: ((api: string, version: number | undefined, body: Message, nodeId: number) => void) | null = null
   /** Every state change, for tests: [from, to]. */
   readonly transitions: Array<[TxnState, TxnState]> = []
 
@@ -78,6 +76,7 @@ export class TransactionCoordinatorClient {
     this.cluster = opts.cluster
     this.idem = opts.idempotence
     this.host = opts.host
+    this.observer = opts.observer ?? {}
   }
 
   get producerIdAndEpoch(): ProducerIdAndEpoch { return this.idem.producerIdAndEpoch }
@@ -195,6 +194,9 @@ export class TransactionCoordinatorClient {
     if (this.state === 'FATAL_ERROR') return false
     return this.partitionsInTransaction.has(tp.key)
   }
+
+  /** The partition already joined the transaction (drain needs this only without TV2). */
+  isPartitionInTransaction(tp: TopicPartition): boolean { return this.partitionsInTransaction.has(tp.key) }
 
   /** Produce version ceiling: v12 adds partitions implicitly (TV2); without TV2 stay at 11. */
   produceVersionCap(): number { return this.tv2 ? 12 : 11 }
@@ -488,8 +490,7 @@ export class TransactionCoordinatorClient {
         return
       }
       const body = h.body()
-      this.requestsSent[h.api.name] = (this.requestsSent[h.api.name] ?? 0) + 1
-      this.onRequest?.(h.api.name, opts.version ?? conn.versionFor(h.api, opts.cap) ?? undefined, body, nodeId)
+      this.observer.onCoordinatorRequest?.({ api: h.api.name, version: opts.version ?? conn.versionFor(h.api, opts.cap) ?? undefined, body, node: nodeId })
       res = await conn.request(h.api, body, opts).response
     } catch (e) {
       if (this.closed) return

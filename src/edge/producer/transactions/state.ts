@@ -1,5 +1,6 @@
 import type { Clock } from '../../clock.js'
 import type { ApiSchema, Message } from '../../protocol/index.js'
+import type { ProducerObserver } from '../config.js'
 import type { IdempotenceManager } from '../idempotence.js'
 
 // ---- the state machine -------------------------------------------------------------------------
@@ -82,6 +83,7 @@ export interface TransactionsOptions {
   /** The idempotence bookkeeping (producer id/epoch, sequences) shared with the sender. */
   idempotence: IdempotenceManager
   host: TransactionHost
+  observer?: ProducerObserver
 }
 
 export interface OffsetToCommit { topic: string; partition: number; offset: number | bigint; metadata?: string | null; leaderEpoch?: number }
