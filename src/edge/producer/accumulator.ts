@@ -98,7 +98,7 @@ export interface ReadyResult {
  * the same broker), up to max.request.size per request.
  */
 export class RecordAccumulator {
-  readonly deques = new Map<string, ProducerBatch[]>()
+  private readonly deques = new Map<string, ProducerBatch[]>()
   readonly incomplete = new Set<ProducerBatch>()
   private readonly drainIndex = new Map<number, number>()
   flushesInProgress = 0
@@ -348,9 +348,23 @@ export class RecordAccumulator {
   }
 
   /** Fails everything still queued (close with timeout, fatal error). */
-  abortUndrained(error: Error): void {
+  /** Fails every queued batch (a fatal error, close()), each with the error `errorFor` gives it. */
+  failQueued(errorFor: (batch: ProducerBatch) => Error): void {
     for (const d of this.deques.values()) {
-      for (const b of d.splice(0)) { b.fail(error); this.deallocate(b) }
+      for (const b of d.splice(0)) { b.fail(errorFor(b)); this.deallocate(b) }
+    }
+  }
+
+  /** A transaction aborts: its records that never left (no sequence yet) fail, never to be sent (Java's abortUndrainedBatches). */
+  abortUnsent(error: Error): void {
+    for (const d of this.deques.values()) {
+      for (let i = d.length - 1; i >= 0; i--) {
+        const b = d[i]!
+        if (b.hasSequence) continue
+        d.splice(i, 1)
+        b.abort(error)
+        this.deallocate(b)
+      }
     }
   }
 }

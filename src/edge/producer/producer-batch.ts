@@ -59,7 +59,8 @@ export class ProducerBatch {
   sequenceHasBeenReset = false
   /** The leader epoch this batch was last sent under; a change means the retry can skip its backoff. */
   leaderEpochAtSend = -1
-  done = false
+  /** How the batch ended (Java's FinalState, plus SPLIT for a batch replaced by its pieces); null while live. */
+  finalState: 'SUCCEEDED' | 'FAILED' | 'ABORTED' | 'SPLIT' | null = null
   private doneWaiters: Array<() => void> | null = null
   /** Size before compression, known once closed (for compression-rate-avg and the ratio estimate). */
   uncompressedBytes = 0
@@ -76,6 +77,7 @@ export class ProducerBatch {
     this.reservedBytes = reservedBytes
   }
 
+  get done(): boolean { return this.finalState !== null }
   get recordCount(): number { return this.count }
   get hasSequence(): boolean { return this.baseSequence !== NO_SEQUENCE }
   get inRetry(): boolean { return this.attempts > 0 }
@@ -114,7 +116,7 @@ export class ProducerBatch {
 
   complete(baseOffset: bigint, logAppendTimeMs: bigint): void {
     if (this.done) return
-    this.done = true
+    this.finalState = 'SUCCEEDED'
     this.discardOpen()
     const appendTime = logAppendTimeMs >= 0n ? Number(logAppendTimeMs) : -1
     const topic = this.tp.topic
@@ -133,8 +135,17 @@ export class ProducerBatch {
 
   /** Fails every record; `perRecord` maps batch indexes to their own error (INVALID_RECORD). */
   fail(error: Error, perRecord?: Map<number, Error>): void {
+    this.end('FAILED', error, perRecord)
+  }
+
+  /** The transaction aborted before the batch was sent (Java's abort): the records fail, never written. */
+  abort(error: Error): void {
+    this.end('ABORTED', error)
+  }
+
+  private end(state: 'FAILED' | 'ABORTED', error: Error, perRecord?: Map<number, Error>): void {
     if (this.done) return
-    this.done = true
+    this.finalState = state
     this.discardOpen()
     for (let i = 0; i < this.count; i++) this.rejects[i]!(perRecord?.get(i) ?? error)
     this.releaseCallbacks()
@@ -142,7 +153,7 @@ export class ProducerBatch {
 
   /** Replaced by split pieces: the records' promises now belong to the pieces. */
   markSplit(): void {
-    this.done = true
+    this.finalState = 'SPLIT'
     this.discardOpen()
     this.releaseCallbacks()
   }

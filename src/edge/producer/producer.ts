@@ -432,7 +432,7 @@ export class Producer {
         await Promise.race([done, new Promise((r) => this.config.clock.setTimeout(r as () => void, timeoutMs))])
       } else await done
       const err = markDelivery(new ClosedError('the producer was closed before the record was acknowledged'), true)
-      this.accumulator.abortUndrained(err)
+      this.accumulator.failQueued(() => err)
       for (const b of this.sender.inFlightBatches) this.sender.failBatch(b, err, null, false)
       this.pool.failWaiters(err)
       this.sender.close()
@@ -484,15 +484,7 @@ export class Producer {
   /** Fails the transaction's records that were never sent (Java: abortUndrainedBatches). */
   private abortUndrainedBatches(error: Error): void {
     if (!this.core) return
-    for (const d of this.accumulator.deques.values()) {
-      for (let i = d.length - 1; i >= 0; i--) {
-        const b = d[i]!
-        if (b.hasSequence) continue
-        d.splice(i, 1)
-        b.fail(markDelivery(error, false))
-        this.accumulator.deallocate(b)
-      }
-    }
+    this.accumulator.abortUnsent(markDelivery(error, false))
   }
 
   /** Partition count of a topic, fetching metadata if needed. */

@@ -417,12 +417,7 @@ export class Sender {
    */
   failAll(error: Error): void {
     const unsent = markDelivery(error, false)
-    for (const d of this.accumulator.deques.values()) {
-      for (const b of d.splice(0)) {
-        b.fail(b.maybeWritten ? markDelivery(copyOf(error), true) : unsent)
-        this.accumulator.deallocate(b)
-      }
-    }
+    this.accumulator.failQueued((b) => (b.maybeWritten ? markDelivery(copyOf(error), true) : unsent))
   }
 
   close(): void {
