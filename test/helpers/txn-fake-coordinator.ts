@@ -1,11 +1,12 @@
-// A fake transaction/group coordinator for unit tests of src/edge/producer/transactions.ts: a few
+// A fake transaction/group coordinator for unit tests of src/edge/producer/transactions/: a few
 // brokers that answer FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
 // TxnOffsetCommit and EndTxn on a virtual clock, with scripted errors, coordinator moves and
 // disconnects. It keeps just enough coordinator state (producer id, epoch) to answer like Kafka.
 import { NetworkException } from '../../src/edge/errors.js'
 import { AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, FindCoordinator, InitProducerId, Produce, TxnOffsetCommit, type ApiSchema, type Message } from '../../src/edge/protocol/index.js'
-import { TransactionManager } from '../../src/edge/producer/transaction-manager.js'
-import { TransactionCoordinatorClient, type CoordinatorCluster, type CoordinatorConnection, type TransactionHost } from '../../src/edge/producer/transactions.js'
+import { IdempotenceManager } from '../../src/edge/producer/idempotence.js'
+import { TransactionCoordinatorClient } from '../../src/edge/producer/transactions/coordinator-client.js'
+import { type CoordinatorCluster, type CoordinatorConnection, type TransactionHost } from '../../src/edge/producer/transactions/state.js'
 import { VirtualClock } from '../sim/virtual-clock.js'
 
 export interface LoggedRequest { api: string; version: number; node: number; body: Message; at: number }
@@ -138,7 +139,7 @@ export function setup(opts: { tv?: number; maxBlockMs?: number; retryBackoffMs?:
   const fake = new FakeCoordinators()
   if (opts.tv !== undefined) fake.tv = opts.tv
   const host = new FakeHost()
-  const idem = new TransactionManager('tid-1', () => {})
+  const idem = new IdempotenceManager('tid-1', () => {})
   const tm = new TransactionCoordinatorClient({
     transactionalId: 'tid-1', transactionTimeoutMs: opts.transactionTimeoutMs ?? 60000, retryBackoffMs: opts.retryBackoffMs ?? 100,
     maxBlockMs: opts.maxBlockMs ?? 60000, clock: fake.clock, cluster: fake.cluster(), idempotence: idem, host,

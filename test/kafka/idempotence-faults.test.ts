@@ -152,7 +152,7 @@ async function inspect(topic: string, p: Producer, sent: Sent[]): Promise<Findin
       prev = b
     }
   }
-  const history = p.txn ? [...new Set(p.txn.epochHistory.map((h) => pe(h.producerId, h.epoch)))] : []
+  const history = p.idempotence ? [...new Set(p.idempotence.epochHistory.map((h) => pe(h.producerId, h.epoch)))] : []
   return {
     acked: acked.length, failed: failed.length,
     failedMayHaveBeenWritten: failed.filter((s) => s.error?.mayHaveBeenWritten).length,
@@ -170,7 +170,7 @@ function expectExactlyOnceInOrder(f: Findings): void {
   expect(f.phantom.slice(0, 10), `${f.phantom.length} failed records in the log although their error said they were not written`).toEqual([])
   expect(f.orderViolations.slice(0, 10), `${f.orderViolations.length} records out of send order`).toEqual([])
   expect(f.sequenceBreaks.slice(0, 10), 'sequences are contiguous per (producer id, epoch) and every epoch starts at 0').toEqual([])
-  expect(f.logEpochs, 'the (producer id, epoch) pairs in the log are exactly those in producer.txn.epochHistory').toEqual(f.historyEpochs)
+  expect(f.logEpochs, 'the (producer id, epoch) pairs in the log are exactly those in producer.idempotence.epochHistory').toEqual(f.historyEpochs)
 }
 
 const summary = (f: Findings) => JSON.stringify({
@@ -194,7 +194,7 @@ afterAll(async () => {
 function diagnostics(p: Producer, proxy?: FaultProxy): () => string {
   return () => JSON.stringify({
     metrics: p.metrics(),
-    txn: { state: p.txn?.state, epoch: p.txn?.producerIdAndEpoch.epoch, unresolved: [...(p.txn?.unresolved.keys() ?? [])] },
+    txn: { state: p.idempotence?.state, epoch: p.idempotence?.producerIdAndEpoch.epoch, unresolved: [...(p.idempotence?.unresolved.keys() ?? [])] },
     queued: [...(p.sender as unknown as { accumulator: { deques: Map<string, unknown[]> } }).accumulator.deques].map(([k, d]) => `${k}:${d.length}`),
     inFlightBatches: [...p.sender.inFlightBatches].map((b) => `${b.tp.key} seq ${b.baseSequence} e${b.producerEpoch} attempts ${b.attempts}`),
     proxy: proxy && { counters: proxy.counters, log: proxy.log.slice(-20) },
@@ -326,7 +326,7 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     expect(v.failedMayHaveBeenWritten, 'batches that were sent expire as "may have been written"').toBeGreaterThan(0)
     expect(v.failedFoundInLog, 'the broker did append some of the expired batches').toBeGreaterThan(0)
     expect(v.historyEpochs.length, 'an unresolved sequence after expiry bumps the epoch').toBeGreaterThan(1)
-    expect(m['producer-epoch-bumps-total']).toBe(p.txn!.epochHistory.length - 1)
+    expect(m['producer-epoch-bumps-total']).toBe(p.idempotence!.epochHistory.length - 1)
     expect(v.epochChanges.length, 'DumpLogSegments shows the new epoch taking over inside partitions').toBeGreaterThan(0)
   }, 300_000)
 })

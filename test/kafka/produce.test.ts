@@ -156,7 +156,7 @@ describe('first produce to a real Kafka 4.4 broker', () => {
     const one = producer({ acks: 1 })
     const zero = producer({ acks: '0' })
     try {
-      expect(one.txn).toBeNull()
+      expect(one.state.transactionState, 'acks=1 turns idempotence off').toBeNull()
       const md1 = await one.send({ topic, value: 'a1' })
       expect(md1.offset).toBe(0n)
       const md0 = await zero.send({ topic, value: 'a0' })

@@ -107,7 +107,7 @@ for (const tv of [2, 1] as const) {
         expect([...produceVersions]).toEqual([12])
         expect(p.transactions!.tv2).toBe(true)
         // Every EndTxn v5 bumped the epoch: 500 transactions, 500 epochs after the first.
-        const history = p.txn!.epochHistory
+        const history = p.idempotence!.epochHistory
         expect(history.length).toBe(501)
         for (let i = 1; i < history.length; i++) {
           const [a, b] = [history[i - 1]!, history[i]!]
@@ -116,7 +116,7 @@ for (const tv of [2, 1] as const) {
       }
       // One producer id for the whole run (retries of the first InitProducerId count as requests).
       expect(counts.InitProducerId).toBeGreaterThanOrEqual(1)
-      if (tv === 1) expect(p.txn!.epochHistory.length).toBe(1)
+      if (tv === 1) expect(p.idempotence!.epochHistory.length).toBe(1)
       // TV2: every transaction that appended a record ends with EndTxn (retries after
       // CONCURRENT_TRANSACTIONS count too). TV1: an abort before any AddPartitionsToTxn completed has
       // nothing to end on the coordinator, so it skips EndTxn, as Java does.

@@ -51,7 +51,7 @@ async function runCase(c) {
     const records = secureWorkload(c.count, c.seed)
     const acks = await Promise.all(records.map((r) => producer.send({ topic: c.topic, ...r })))
     const metrics = producer.metrics()
-    const pe = producer.txn?.producerIdAndEpoch
+    const pe = producer.idempotence?.producerIdAndEpoch
     await producer.close()
     return {
       case: c.name, ok: true, ms: Date.now() - started,

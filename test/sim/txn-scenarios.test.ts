@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { KafkaEdgeError, ProducerFencedException, TransactionAbortableException } from '../../src/edge/errors.js'
-import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions.js'
+import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions/state.js'
 import { AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, Produce, TxnOffsetCommit } from '../../src/edge/protocol/index.js'
 import { World, indexOf } from './harness.js'
 import type { ModelOptions } from './model-broker.js'

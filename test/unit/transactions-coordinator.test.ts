@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { IllegalStateException, TimeoutException, TransactionAbortableException } from '../../src/edge/errors.js'
 import { apiError } from '../../src/edge/protocol/index.js'
 import { topicPartition } from '../../src/edge/producer/producer-batch.js'
-import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions.js'
+import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions/state.js'
 import { setup } from '../helpers/txn-fake-coordinator.js'
 
 const tp = (p: number, t = 'out') => topicPartition(t, p)

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { FatalTransactionException, IllegalStateException, InvalidProducerEpochException, KafkaEdgeError, ProducerFencedException, TimeoutException, TransactionAbortableException } from '../../src/edge/errors.js'
 import { apiError } from '../../src/edge/protocol/index.js'
 import { topicPartition } from '../../src/edge/producer/producer-batch.js'
-import { TXN_STATES, isTransitionValid, type TxnState } from '../../src/edge/producer/transactions.js'
+import { TXN_STATES, isTransitionValid, type TxnState } from '../../src/edge/producer/transactions/state.js'
 import { setup } from '../helpers/txn-fake-coordinator.js'
 
 const tp0 = topicPartition('t', 0)

@@ -3,7 +3,7 @@ import { BufferExhaustedException } from '../errors.js'
 import { readBatchRecords, type Core, type CompressionType, type RecordInput } from '../wasm/core.js'
 import type { Cluster } from '../client/cluster.js'
 import { ProducerBatch, type Reject, type Resolve, type TopicPartition } from './producer-batch.js'
-import type { TransactionManager } from './transaction-manager.js'
+import type { IdempotenceManager } from './idempotence.js'
 
 /** RecordAccumulator.tryAppend result bits (0: no buffer space, wait and call again). */
 export const APPENDED = 1
@@ -108,7 +108,7 @@ export class RecordAccumulator {
   /** Per topic, the learned compressed/uncompressed ratio (Java's CompressionRatioEstimator). */
   private readonly ratios = new Map<string, number>()
 
-  constructor(private readonly opts: AccumulatorOptions, readonly pool: BufferPool, readonly core: Core, private readonly txn: TransactionManager | null) {}
+  constructor(private readonly opts: AccumulatorOptions, readonly pool: BufferPool, readonly core: Core, private readonly idempotence: IdempotenceManager | null) {}
 
   deque(tp: TopicPartition): ProducerBatch[] {
     // Sticky partitioning sends run after run to one partition: a one-entry cache skips the Map
@@ -196,7 +196,7 @@ export class RecordAccumulator {
     // Drawn once per attempt from the injected random, so every check of this backoff agrees.
     batch.retryJitter = 0.8 + 0.4 * this.opts.random()
     const d = this.deque(batch.tp)
-    if (!batch.hasSequence || !this.txn) { d.unshift(batch); return }
+    if (!batch.hasSequence || !this.idempotence) { d.unshift(batch); return }
     // Java's insertInSequenceOrder: among the batches at the head that already have sequences.
     let i = 0
     while (i < d.length && d[i]!.hasSequence && sequenceOrder(d[i]!, batch) < 0) i++
@@ -262,16 +262,16 @@ export class RecordAccumulator {
       let size = 0
       for (let k = 0; k < deques.length; k++) {
         const d = deques[(start + k) % deques.length]!
-        if (this.txn) orderRetries(d)
+        if (this.idempotence) orderRetries(d)
         const first = d[0]!
         if (first.inRetry && !leaderChanged(first, cluster) && now - first.lastAttemptMs < this.backoffMs(first)) continue
         if (size + this.estimatedBytes(first) > this.opts.maxRequestSize && ready.length > 0) break
-        if (this.txn && !this.txn.canDrain(first, now)) continue
+        if (this.idempotence && !this.idempotence.canDrain(first, now)) continue
         d.shift()
-        if (this.txn && !first.hasSequence) {
-          const stamp = this.txn.stampAtDrain(first)!
+        if (this.idempotence && !first.hasSequence) {
+          const stamp = this.idempotence.stampAtDrain(first)!
           first.close(stamp)
-          this.txn.addInflight(first)
+          this.idempotence.addInflight(first)
           this.observeRatio(first)
         } else if (!first.bytes) {
           first.close({ producerId: -1n, producerEpoch: -1, baseSequence: -1, transactional: false })

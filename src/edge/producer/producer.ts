@@ -11,8 +11,9 @@ import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
 import { ProducerBatch, topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
-import { NUM_BATCHES_TO_RETAIN, TransactionManager, type ProducerIdState } from './transaction-manager.js'
-import { TransactionCoordinatorClient, type GroupMetadata, type OffsetsToCommit, type TxnState } from './transactions.js'
+import { NUM_BATCHES_TO_RETAIN, IdempotenceManager, type ProducerIdState } from './idempotence.js'
+import { TransactionCoordinatorClient } from './transactions/coordinator-client.js'
+import { type GroupMetadata, type OffsetsToCommit, type TxnState } from './transactions/state.js'
 
 export type { RecordMetadata } from './producer-batch.js'
 
@@ -90,7 +91,7 @@ export class Producer {
   /** @internal */
   sender!: Sender
   /** @internal */
-  readonly txn: TransactionManager | null
+  readonly idempotence: IdempotenceManager | null
   /** @internal The transactional state machine and coordinator client (transactional.id set), else null. */
   readonly transactions: TransactionCoordinatorClient | null
   private partitioner: StickyPartitioner
@@ -123,13 +124,14 @@ export class Producer {
       bootstrap: c.bootstrapServers, transport: c.transport, clock: c.clock, clientId: c.clientId, requestTimeoutMs: c.requestTimeoutMs,
       metadataMaxAgeMs: c.metadataMaxAgeMs, tls: c.security.tls, sasl: c.security.sasl, random: c.random, log: c.log,
     })
-    this.txn = c.idempotence ? new TransactionManager(c.transactionalId, (b, s) => {
+    this.idempotence = c.idempotence ? new IdempotenceManager(c.transactionalId, (b, s) => {
       restamp(this.core!, b.bytes!, s)
       b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence; b.transactional = s.transactional
-    }) : null
-    this.transactions = c.transactionalId !== null && this.txn ? new TransactionCoordinatorClient({
+    // The accumulator drains a partition only once it is part of the transaction.
+    }, c.transactionalId === null ? null : (tp) => this.transactions!.isSendToPartitionAllowed(tp)) : null
+    this.transactions = c.transactionalId !== null && this.idempotence ? new TransactionCoordinatorClient({
       transactionalId: c.transactionalId, transactionTimeoutMs: c.transactionTimeoutMs, retryBackoffMs: c.retryBackoffMs,
-      maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.txn,
+      maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.idempotence,
       host: {
         hasIncomplete: () => this.waiting.length > 0 || (this.core !== null && (this.accumulator.incomplete.size > 0 || this.sender.inFlightRequests > 0)),
         flush: () => this.flush().then(() => this.sender?.whenNoRequestsInFlight()),
@@ -143,8 +145,8 @@ export class Producer {
   }
 
   get state(): ProducerState {
-    const pe = this.txn?.producerIdAndEpoch
-    const transactionState = this.transactions?.state ?? this.txn?.state ?? null
+    const pe = this.idempotence?.producerIdAndEpoch
+    const transactionState = this.transactions?.state ?? this.idempotence?.state ?? null
     return {
       producerId: pe && pe.producerId >= 0n ? pe.producerId : null,
       producerEpoch: pe && pe.producerId >= 0n ? pe.epoch : null,
@@ -176,11 +178,10 @@ export class Producer {
         maxBlockMs: c.maxBlockMs, deliveryTimeoutMs: c.deliveryTimeoutMs, retryBackoffMs: c.retryBackoffMs,
         retryBackoffMaxMs: c.retryBackoffMaxMs, compression: c.compressionType, compressionLevel: c.compressionLevel,
         clock: c.clock, random: c.random,
-      }, this.pool, core, this.txn)
-      this.sender = new Sender(c, this.cluster, this.accumulator, this.txn, this.metricsRegistry)
-      if (this.transactions) this.sender.txnHooks = this.transactions
-      if (c.checkpoint && this.txn) {
-        const txn = this.txn
+      }, this.pool, core, this.idempotence)
+      this.sender = new Sender(c, this.cluster, this.accumulator, this.idempotence, this.metricsRegistry, this.transactions)
+      if (c.checkpoint && this.idempotence) {
+        const txn = this.idempotence
         this.checkpointer = new Checkpointer(c.checkpoint, () => txn.checkpointHead(), c.clock, c.log)
         this.sender.checkpoint = this.checkpointer
         this.sender.holdProducerId = true
@@ -231,7 +232,7 @@ export class Producer {
           const stamp = { producerId: id.producerId, producerEpoch: id.epoch, baseSequence: id.baseSequence, transactional: false }
           return ProducerBatch.resumed(this.topicPartition(p.topic, p.partition), p.bytes, stamp, id.recordCount, now)
         })
-        this.txn!.resume(pe, cp.nextSequence.map((n) => ({ tp: this.topicPartition(n.topic, n.partition), next: n.next })), batches)
+        this.idempotence!.resume(pe, cp.nextSequence.map((n) => ({ tp: this.topicPartition(n.topic, n.partition), next: n.next })), batches)
         for (const b of [...batches].reverse()) {
           cpr.adopt(b)
           this.accumulator.deque(b.tp).unshift(b)
@@ -361,7 +362,7 @@ export class Producer {
     const resolve = capturedResolve
     const reject = capturedReject
     if (this.closed) reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
-    else if (this.txn?.state === 'FATAL_ERROR') reject(markDelivery(this.txn.fatalError!, false))
+    else if (this.idempotence?.state === 'FATAL_ERROR') reject(markDelivery(this.idempotence.fatalError!, false))
     else this.enqueue(record, resolve, reject)
     return promise
   }

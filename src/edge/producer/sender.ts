@@ -8,7 +8,7 @@ import type { Checkpointer } from './checkpoint.js'
 import type { ProducerConfig } from './config.js'
 import type { ProducerMetrics } from './metrics.js'
 import type { ProducerBatch } from './producer-batch.js'
-import type { TransactionManager } from './transaction-manager.js'
+import type { IdempotenceManager } from './idempotence.js'
 
 interface PartitionResponse {
   errorCode: number
@@ -51,8 +51,6 @@ export class Sender {
   readonly topicsInUse = new Set<string>()
   /** Observers for tests: every Produce request as sent. */
   onProduceRequest: ((node: number, batches: readonly ProducerBatch[]) => void) | null = null
-  /** Set by the transactional producer (transactions.ts): Produce version ceiling and batch failures. */
-  txnHooks: { produceVersionCap(): number; batchFailed(error: Error): void } | null = null
   /** Set with the `checkpoint` setting: batches are sent only once durable in it. */
   checkpoint: Checkpointer | null = null
   /** While a checkpoint is being loaded: its producer id may be taken over, so no InitProducerId yet. */
@@ -64,8 +62,9 @@ export class Sender {
     private readonly config: ProducerConfig,
     private readonly cluster: Cluster,
     private readonly accumulator: RecordAccumulator,
-    private readonly txn: TransactionManager | null,
+    private readonly idempotence: IdempotenceManager | null,
     private readonly metrics: ProducerMetrics,
+    private readonly txnHooks: { produceVersionCap(): number; batchFailed(error: Error): void } | null = null,
   ) {}
 
   get inFlightRequests(): number {
@@ -101,21 +100,21 @@ export class Sender {
 
   private runOnce(): void {
     const now = this.config.clock.now()
-    const txn = this.txn
-    if (txn) {
-      if (txn.state === 'FATAL_ERROR') {
-        this.failAll(txn.fatalError!)
+    const idem = this.idempotence
+    if (idem) {
+      if (idem.state === 'FATAL_ERROR') {
+        this.failAll(idem.fatalError!)
         return
       }
-      const unresolved = txn.maybeResolveSequences()
+      const unresolved = idem.maybeResolveSequences()
       if (unresolved) this.txnHooks?.batchFailed(unresolved)
-      if (txn.bumpIdempotentEpochIfRequired()) {
+      if (idem.bumpIdempotentEpochIfRequired()) {
         this.metrics.epochBumps++
-        this.config.log.debug('epoch', 'epoch bumped', { producerId: txn.producerIdAndEpoch.producerId, epoch: txn.producerIdAndEpoch.epoch })
+        this.config.log.debug('epoch', 'epoch bumped', { producerId: idem.producerIdAndEpoch.producerId, epoch: idem.producerIdAndEpoch.epoch })
       }
-      if (!txn.hasProducerId) {
+      if (!idem.hasProducerId) {
         // A transactional producer gets its id from initTransactions(), never here.
-        if (!txn.isTransactional && !this.holdProducerId) this.ensureProducerId(now)
+        if (!idem.isTransactional && !this.holdProducerId) this.ensureProducerId(now)
         this.expire(now)
         this.scheduleNext(now, Infinity)
         return
@@ -171,33 +170,33 @@ export class Sender {
       this.failBatch(b, err, null, false)
       // The outcome of a batch that reached the wire is unknown: hold new batches for the partition
       // until what is in flight settles and tells whether the sequence landed.
-      if (this.txn && b.hasSequence && sent) this.txn.markSequenceUnresolved(b)
+      if (this.idempotence && b.hasSequence && sent) this.idempotence.markSequenceUnresolved(b)
     }
   }
 
   private ensureProducerId(now: number): void {
-    const txn = this.txn!
+    const idem = this.idempotence!
     if (this.initInFlight || now < this.initBackoffUntil) {
       if (!this.initInFlight) this.wakeup(this.initBackoffUntil - now)
       return
     }
     this.initInFlight = true
-    txn.state = 'INITIALIZING'
+    idem.state = 'INITIALIZING'
     const conn = this.cluster.anyConnection()
     conn.request(InitProducerId, { transactionalId: null, transactionTimeoutMs: INT_MAX, producerId: -1n, producerEpoch: -1 }).response.then((res) => {
       const code = res.errorCode as number
       if (code === 0) {
-        txn.initialized({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number })
+        idem.initialized({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number })
         this.config.log.debug('epoch', 'producer id assigned', { producerId: res.producerId, epoch: res.producerEpoch, broker: conn.describe() })
       } else if (isFatal(code, { transactional: false })) {
-        txn.transitionToFatal(apiError(code, 'InitProducerId'))
+        idem.transitionToFatal(apiError(code, 'InitProducerId'))
       } else {
-        txn.state = 'UNINITIALIZED'
+        idem.state = 'UNINITIALIZED'
         this.initBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs
         if (code === 14 || code === 15 || code === 16) this.cluster.requestUpdate()
       }
     }, () => {
-      txn.state = 'UNINITIALIZED'
+      idem.state = 'UNINITIALIZED'
       this.initBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs
     }).finally(() => { this.initInFlight = false; this.wakeup() })
   }
@@ -279,7 +278,7 @@ export class Sender {
     this.onProduceRequest?.(node, batches)
     const expectResponse = this.config.acks !== 0
     const pending = conn.request(Produce, {
-      transactionalId: this.txn?.transactionalId ?? null,
+      transactionalId: this.idempotence?.transactionalId ?? null,
       acks: this.config.acks,
       timeoutMs: this.config.requestTimeoutMs,
       topicData: [...byTopic].map(([name, partitionData]) => ({ name, partitionData })),
@@ -390,7 +389,8 @@ export class Sender {
         this.succeed(batch, -1n, -1n)
         return
       }
-      if (this.txn && !this.txn.isTransactional && isFatal(code, { transactional: false })) this.txn.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
+      const idem = this.idempotence
+      if (idem && !idem.isTransactional && isFatal(code, { transactional: false })) idem.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
       this.failBatch(batch, this.batchError(batch, pr), info.name, true, perRecordErrors(batch, pr))
       return
     }
@@ -398,7 +398,7 @@ export class Sender {
   }
 
   private succeed(batch: ProducerBatch, baseOffset: bigint, logAppendTimeMs: bigint): void {
-    this.txn?.handleCompletedBatch(batch, baseOffset, this.config.clock.now())
+    this.idempotence?.handleCompletedBatch(batch, baseOffset, this.config.clock.now())
     this.checkpoint?.untrack(batch)
     batch.complete(baseOffset, logAppendTimeMs)
     this.metrics.recordSend.record(batch.recordCount)
@@ -409,8 +409,8 @@ export class Sender {
   private canRetry(batch: ProducerBatch, pr: PartitionResponse, now: number): boolean {
     if (batch.hasReachedDeliveryTimeout(this.config.deliveryTimeoutMs, now)) return false
     if (batch.attempts >= this.config.retries) return false
-    if (this.txn) {
-      const decided = this.txn.canRetrySequenceError(errorInfo(pr.errorCode).name, batch, pr.logStartOffset)
+    if (this.idempotence) {
+      const decided = this.idempotence.canRetrySequenceError(errorInfo(pr.errorCode).name, batch, pr.logStartOffset)
       if (decided !== null) return decided
     }
     return errorInfo(pr.errorCode).retriable
@@ -419,13 +419,13 @@ export class Sender {
   /** MESSAGE_TOO_LARGE on a multi-record batch: split, keep the sequences, no attempt counted. */
   private splitAndReenqueue(batch: ProducerBatch): void {
     const pieces = this.accumulator.split(batch)
-    if (this.txn && batch.hasSequence) {
-      this.txn.removeInflight(batch)
+    if (this.idempotence && batch.hasSequence) {
+      this.idempotence.removeInflight(batch)
       let seq = batch.baseSequence
       for (const p of pieces) {
         p.close({ ...batch.stamp(), baseSequence: seq })
         seq += p.recordCount
-        this.txn.addInflight(p)
+        this.idempotence.addInflight(p)
       }
     }
     for (const p of pieces) p.maybeWritten = batch.maybeWritten
@@ -446,8 +446,8 @@ export class Sender {
 
   failBatch(batch: ProducerBatch, error: Error, errorName: string | null, adjustSequences: boolean, perRecord?: Map<number, Error>): void {
     this.inFlightBatches.delete(batch)
-    if (this.txn?.isTransactional) this.txnHooks?.batchFailed(error)
-    if (this.txn) this.txn.handleFailedBatch(batch, errorName, adjustSequences)
+    if (this.idempotence?.isTransactional) this.txnHooks?.batchFailed(error)
+    if (this.idempotence) this.idempotence.handleFailedBatch(batch, errorName, adjustSequences)
     this.checkpoint?.untrack(batch)
     this.metrics.recordError.record(batch.recordCount)
     this.metrics.totals.recordErrors += batch.recordCount

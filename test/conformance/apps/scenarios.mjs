@@ -22,7 +22,7 @@ function describeError(e) {
 }
 
 const producerIdOf = (p) => {
-  const pe = p.txn?.producerIdAndEpoch
+  const pe = p.idempotence?.producerIdAndEpoch
   return pe ? String(pe.producerId) : null
 }
 

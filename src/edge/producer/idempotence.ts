@@ -128,7 +128,7 @@ export type ProducerIdState = 'UNINITIALIZED' | 'INITIALIZING' | 'READY' | 'FATA
  * per partition, unresolved partitions after expiry, and the local epoch bump of KIP-360. Pure state:
  * the Sender asks it questions and reports events; it never does I/O.
  */
-export class TransactionManager {
+export class IdempotenceManager {
   producerIdAndEpoch: ProducerIdAndEpoch = NO_PRODUCER_ID
   state: ProducerIdState = 'UNINITIALIZED'
   fatalError: Error | null = null
@@ -137,13 +137,23 @@ export class TransactionManager {
   readonly unresolved = new Map<string, number>()
   /** Partition -> where its sequences broke (null: rewrite every in-flight batch). */
   private readonly partitionsToRewrite = new Map<string, SequenceGap | null>()
-  epochBumpRequired = false
+  /**
+   * A partition's sequences broke and only a new epoch repairs them. The idempotent producer bumps
+   * locally at once (bumpIdempotentEpochIfRequired); a transactional one hands it to its coordinator
+   * client, whose epochBumpRequired (Java's) bumps when the transaction completes.
+   */
+  sequencesNeedNewEpoch = false
   /** Every epoch change, for tests and metrics: [producerId, epoch]. */
   readonly epochHistory: ProducerIdAndEpoch[] = []
-  /** Transactions: whether a partition may be drained yet (Java: isSendToPartitionAllowed), set by transactions.ts. */
-  sendAllowed: ((tp: TopicPartition) => boolean) | null = null
-
-  constructor(readonly transactionalId: string | null, private readonly restamp: (b: ProducerBatch, s: ProducerStamp) => void) {}
+  /**
+   * @param sendAllowed transactions: whether a partition may be drained yet (Java's
+   *   isSendToPartitionAllowed); null for an idempotent producer.
+   */
+  constructor(
+    readonly transactionalId: string | null,
+    private readonly restamp: (b: ProducerBatch, s: ProducerStamp) => void,
+    private readonly sendAllowed: ((tp: TopicPartition) => boolean) | null = null,
+  ) {}
 
   get isTransactional(): boolean { return this.transactionalId !== null }
   get hasProducerId(): boolean { return this.producerIdAndEpoch.producerId >= 0n }
@@ -297,7 +307,7 @@ export class TransactionManager {
    * every in-flight batch is rewritten.
    */
   requestEpochBumpForPartition(tp: TopicPartition, failed?: ProducerBatch): void {
-    this.epochBumpRequired = true
+    this.sequencesNeedNewEpoch = true
     const gap: SequenceGap | null = failed && failed.hasSequence && !failed.maybeWritten
       ? { producerId: failed.producerId, epoch: failed.producerEpoch, sequence: failed.baseSequence }
       : null
@@ -313,12 +323,12 @@ export class TransactionManager {
    * for it restart their in-flight batches from sequence 0.
    */
   bumpIdempotentEpochIfRequired(): boolean {
-    if (this.isTransactional || !this.epochBumpRequired) return false
+    if (this.isTransactional || !this.sequencesNeedNewEpoch) return false
     if (this.producerIdAndEpoch.epoch >= EPOCH_MAX) {
       this.producerIdAndEpoch = NO_PRODUCER_ID
       this.state = 'UNINITIALIZED'
       // The rewrite waits for the new producer id (initialized()); restamping now would stamp id -1.
-      this.epochBumpRequired = false
+      this.sequencesNeedNewEpoch = false
       return true
     } else {
       this.setProducerIdAndEpoch({ producerId: this.producerIdAndEpoch.producerId, epoch: this.producerIdAndEpoch.epoch + 1 })
@@ -329,7 +339,7 @@ export class TransactionManager {
       this.unresolved.delete(key)
     }
     this.partitionsToRewrite.clear()
-    this.epochBumpRequired = false
+    this.sequencesNeedNewEpoch = false
     return true
   }
 
@@ -355,7 +365,7 @@ export class TransactionManager {
         continue
       }
       if (this.isTransactional) {
-        this.epochBumpRequired = true
+        this.sequencesNeedNewEpoch = true
         abortable = new KafkaEdgeError(`the client has no acknowledgement for some records sent to ${e.tp.topic}-${e.tp.partition} ` +
           'and can no longer retry them; abort the transaction and continue')
       } else {
