@@ -14,8 +14,9 @@ export default [
     // Issue #13 asks for 25 kB. What takes the rest is in src/edge/producer and src/edge/client,
     // which load transactions, SASL/SCRAM and AWS_MSK_IAM eagerly (see CONTRIBUTING.md, "Size").
     // Until they load on demand this ceiling only stops growth (raised from 43.5 kB when the debug/logger
-    // setting, the error policy and later producer fixes measured 43.8 kB).
-    limit: '44.3 kB',
+    // setting, the error policy and later producer fixes measured 43.8 kB; then to 47.3 kB for the
+    // resumable producer: checkpoint.ts, DescribeProducers and the resume path, about 3.4 kB gzip).
+    limit: '47.3 kB',
   },
   {
     name: 'analytics SDK JS (kafka-edge/browser: createAnalytics, producer included)',
@@ -24,7 +25,7 @@ export default [
     gzip: true,
     modifyEsbuildConfig: esm,
     // Issue #13 asks for 12 kB; the SDK's own code is about 3 kB of it, the rest is the producer above.
-    limit: '47 kB',
+    limit: '50.1 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',

@@ -53,6 +53,8 @@ export interface ClusterJson {
   tls?: TlsFiles & { id: string }
   /** broker connections.max.reauth.ms, when set */
   reauthMs?: number
+  /** extra server.properties given with --broker-props */
+  brokerProps?: Record<string, string>
   nodes: ClusterNodeJson[]
   clusterId: string
   transactionVersion: number
@@ -128,7 +130,7 @@ export interface SaslRound {
 }
 export function saslProbe(host: string, port: number, mechanism: string, messages: (Buffer | Uint8Array | string)[],
   opts?: { tls?: ConnectionOptions; timeoutMs?: number }): Promise<{ handshakeError: number; mechanisms: string[]; rounds: SaslRound[] }>
-export function up(opts?: { name?: string; nodes?: number; sasl?: boolean; tls?: boolean; reauthMs?: number | null; basePort?: number; tv?: number | null; owner?: string }): Promise<ClusterJson>
+export function up(opts?: { name?: string; nodes?: number; sasl?: boolean; tls?: boolean; reauthMs?: number | null; brokerProps?: string | Record<string, string | number>; basePort?: number; tv?: number | null; owner?: string }): Promise<ClusterJson>
 export function down(opts?: { name?: string; all?: boolean; owner?: string }): Promise<string[]>
 export function signalNode(name: string, id: number, what: 'kill' | 'stop' | 'cont'): Promise<{ id: number; pid: number }>
 export function restartNode(name: string, id: number, opts?: { timeoutMs?: number }): Promise<{ id: number; pid: number; ms: number }>

@@ -5,6 +5,7 @@
 //
 //   node scripts/kafka/kafka.mjs fetch
 //   node scripts/kafka/kafka.mjs up [--nodes 1|3] [--name NAME] [--sasl] [--tls] [--reauth-ms N] [--base-port P] [--tv 1|2] [--json]
+//        [--broker-props k=v,k=v]   (extra server.properties, e.g. producer.id.expiration.ms=5000)
 //   node scripts/kafka/kafka.mjs tls                          (create .kafka/tls certificates if missing; JSON paths)
 //   node scripts/kafka/kafka.mjs up ... [--owner RUN_ID]    (records which test run created the cluster)
 //   node scripts/kafka/kafka.mjs down [--name NAME | --all | --owner RUN_ID]
@@ -618,6 +619,17 @@ function serverProperties({ id, nodes, base, sasl, tls, reauthMs }) {
   return lines
 }
 
+/** `--broker-props k=v,k=v`: server.properties entries a test needs (producer.id.expiration.ms, ...), sorted so reuse compares them. */
+function parseBrokerProps(v) {
+  if (v === undefined || v === null || v === '') return {}
+  const entries = typeof v === 'string' ? v.split(',').map((kv) => {
+    const eq = kv.indexOf('=')
+    if (eq <= 0) fail(`--broker-props entry ${JSON.stringify(kv)} is not key=value`)
+    return [kv.slice(0, eq).trim(), kv.slice(eq + 1).trim()]
+  }) : Object.entries(v).map(([k, x]) => [k, String(x)])
+  return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : 1)))
+}
+
 function propsText(obj) {
   return Object.entries(obj).map(([k, v]) => `${k}=${String(v).replace(/\\/g, '\\\\')}`).join('\n') + '\n'
 }
@@ -768,6 +780,7 @@ function clusterDescriptor(name, cfg) {
     ...(cfg.tls && cfg.sasl ? { saslSslBootstrap: list('saslSslPort'), saslSslMechanisms: SASL_SSL_MECHS } : {}),
     ...(cfg.tls ? { tls: cfg.tls } : {}),
     ...(cfg.reauthMs ? { reauthMs: cfg.reauthMs } : {}),
+    ...(Object.keys(cfg.brokerProps ?? {}).length ? { brokerProps: cfg.brokerProps } : {}),
     nodes, clusterId: cfg.clusterId, transactionVersion: cfg.transactionVersion ?? null, basePort: cfg.basePort, sasl: !!cfg.sasl,
     startedAt: cfg.startedAt, startupMs: cfg.startupMs,
   }
@@ -842,6 +855,7 @@ export async function up(opts = {}) {
   const reauthMs = opts.reauthMs === undefined || opts.reauthMs === null ? null : Number(opts.reauthMs)
   if (reauthMs !== null && !(Number.isInteger(reauthMs) && reauthMs > 0)) fail(`--reauth-ms must be a positive integer (got ${opts.reauthMs})`)
   const tls = opts.tls ? ensureTls() : null
+  const brokerProps = parseBrokerProps(opts.brokerProps)
   const explicitBase = opts.basePort ? Number(opts.basePort) : null
   const owner = opts.owner ? String(opts.owner) : null
   ensureLibs()
@@ -855,8 +869,9 @@ export async function up(opts = {}) {
     if (existing) {
       const same = existing.nodes.length === nodes && existing.sasl === sasl && !!existing.tls === !!tls && (existing.reauthMs ?? null) === reauthMs &&
         (tv === null ? existing.transactionVersion === 2 || existing.transactionVersion === null : existing.transactionVersion === tv) &&
+        JSON.stringify(existing.brokerProps ?? {}) === JSON.stringify(brokerProps) &&
         (!explicitBase || existing.basePort === explicitBase)
-      if (!same) fail(`cluster ${name} is already running with different options (nodes=${existing.nodes.length} sasl=${existing.sasl} tls=${!!existing.tls} reauthMs=${existing.reauthMs ?? null} tv=${existing.transactionVersion} basePort=${existing.basePort}); run \`kafka.mjs down --name ${name}\` first`)
+      if (!same) fail(`cluster ${name} is already running with different options (nodes=${existing.nodes.length} sasl=${existing.sasl} tls=${!!existing.tls} reauthMs=${existing.reauthMs ?? null} tv=${existing.transactionVersion} basePort=${existing.basePort} brokerProps=${JSON.stringify(existing.brokerProps ?? {})}); run \`kafka.mjs down --name ${name}\` first`)
       log(`cluster ${name} already up: ${existing.bootstrap}`)
       if (owner) addUser(name, owner)
       if (name === 'default') writeJsonAtomic(path.join(KAFKA_HOME, 'cluster.json'), existing)
@@ -867,7 +882,7 @@ export async function up(opts = {}) {
     const basePort = await chooseBasePort(name, nodes, explicitBase)
     let clusterId
     do { clusterId = randomBytes(16).toString('base64url') } while (clusterId.startsWith('-'))
-    const cfg = { nodes, sasl, tls, reauthMs, basePort, clusterId, tv, startedAt: new Date().toISOString() }
+    const cfg = { nodes, sasl, tls, reauthMs, brokerProps, basePort, clusterId, tv, startedAt: new Date().toISOString() }
     fs.mkdirSync(clusterDir(name), { recursive: true })
     writeJsonAtomic(path.join(clusterDir(name), 'ports.json'), { basePort, nodes, sasl, tls: !!tls, reauthMs, tv, clusterId })
     // the run that created a cluster owns it: `down --owner ID` stops only what that run started
@@ -877,6 +892,7 @@ export async function up(opts = {}) {
       fs.mkdirSync(path.join(dir, 'logs'), { recursive: true })
       const props = serverProperties({ id, nodes, base: basePort, sasl, tls, reauthMs })
       props['log.dirs'] = path.join(dir, 'data')
+      Object.assign(props, brokerProps)
       fs.writeFileSync(path.join(dir, 'server.properties'), propsText(props))
       fs.writeFileSync(path.join(dir, 'log4j2.properties'), log4jText(path.join(dir, 'logs')))
     }
@@ -1196,7 +1212,7 @@ async function main() {
   switch (cmd) {
     case 'fetch': fetchLibs({ force: !!o.force }); fetchMskIamLibs({ force: !!o.force }); break
     case 'up': {
-      const c = await up({ name: o.name, nodes: o.nodes, sasl: o.sasl, tls: o.tls, reauthMs: o['reauth-ms'], basePort: o['base-port'], tv: o.tv, owner: o.owner })
+      const c = await up({ name: o.name, nodes: o.nodes, sasl: o.sasl, tls: o.tls, reauthMs: o['reauth-ms'], brokerProps: o['broker-props'], basePort: o['base-port'], tv: o.tv, owner: o.owner })
       if (o.json) process.stdout.write(JSON.stringify(c) + '\n')
       else console.log(`${c.name}: ${c.bootstrap}${c.saslBootstrap ? ` (SASL ${c.saslBootstrap})` : ''}${c.sslBootstrap ? ` (SSL ${c.sslBootstrap})` : ''}${c.saslSslBootstrap ? ` (SASL_SSL ${c.saslSslBootstrap})` : ''} transaction.version=${c.transactionVersion}`)
       break
@@ -1238,7 +1254,7 @@ async function main() {
       process.exit(r.status ?? 1)
     }
     default:
-      console.error('usage: kafka.mjs fetch | up [--nodes N] [--name NAME] [--sasl] [--tls] [--reauth-ms N] [--base-port P] [--tv 1|2] [--json] | tls | down [--name NAME|--all] | status | kill|stop|cont|restart <name> <nodeId> | probe host:port | dump-batches <name> <topic>')
+      console.error('usage: kafka.mjs fetch | up [--nodes N] [--name NAME] [--sasl] [--tls] [--reauth-ms N] [--broker-props k=v,k=v] [--base-port P] [--tv 1|2] [--json] | tls | down [--name NAME|--all] | status | kill|stop|cont|restart <name> <nodeId> | probe host:port | dump-batches <name> <topic>')
       process.exit(2)
   }
 }

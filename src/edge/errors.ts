@@ -227,6 +227,12 @@ export class DecompressedSizeLimitError extends CompressionCodecError {
   }
 }
 
+/**
+ * The producer's CheckpointStore failed (load or save), or a checkpoint it loaded is corrupt. A
+ * failed save means the batches it should have held were not sent (mayHaveBeenWritten: false).
+ */
+export class CheckpointException extends KafkaEdgeError {}
+
 /** Every class above by its Java (or kafka-edge) name: the names survive minification from these keys. */
 export const CLASSES = {
   KafkaEdgeError, ApiException, RetriableException, InvalidMetadataException, NetworkException, LeaderNotAvailableException,
@@ -242,7 +248,7 @@ export const CLASSES = {
   UnsupportedCompressionTypeException, InvalidRecordException, InvalidTopicException, InvalidRequiredAcksException,
   InvalidTimestampException, PolicyViolationException, UnknownServerException, ProtocolError, ConfigException, ClosedError,
   IllegalStateException, TransactionAbortedException, FatalTransactionException, WasmCoreError, UnsupportedCompressionError,
-  CompressionCodecError, CorruptCompressedDataError, DecompressedSizeLimitError,
+  CompressionCodecError, CorruptCompressedDataError, DecompressedSizeLimitError, CheckpointException,
 } as const
 
 for (const [name, cls] of Object.entries(CLASSES)) nameClass(cls, name)

@@ -3,7 +3,10 @@
  * only Web APIs; the Node TCP transport is exported from 'kafka-edge/node' (and from the Node
  * condition of the package root).
  */
-export { createProducer, Producer, type ProducerRecord, type RecordMetadata, type ProducerState } from './producer/producer.js'
+export { createProducer, Producer, type ProducerRecord, type RecordMetadata, type ProducerState, type ResumeOutcome } from './producer/producer.js'
+export {
+  memoryCheckpointStore, POSSIBLE_DUPLICATE_HEADER, type CheckpointStore, type ProducerCheckpoint, type PendingBatch,
+} from './producer/checkpoint.js'
 export type {
   ProducerSettings, JavaProducerSettings, AnyProducerSettings, SecurityProtocol, ProducerObserver, ProduceRequestEvent, CoordinatorRequestEvent,
 } from './producer/config.js'

@@ -9,8 +9,8 @@ export interface Logger {
   warn(message: string, fields: Record<string, unknown>): void
 }
 
-export type LogContext = 'connection' | 'metadata' | 'retry' | 'epoch'
-export const LOG_CONTEXTS: readonly LogContext[] = ['connection', 'metadata', 'retry', 'epoch']
+export type LogContext = 'connection' | 'metadata' | 'retry' | 'epoch' | 'checkpoint'
+export const LOG_CONTEXTS: readonly LogContext[] = ['connection', 'metadata', 'retry', 'epoch', 'checkpoint']
 
 /** console with a kafka-edge prefix: works in Node, browsers, workerd, Deno and Bun alike. */
 export const consoleLogger: Logger = {

@@ -29,6 +29,8 @@ export interface ClusterOptions {
   tls?: boolean
   /** broker connections.max.reauth.ms (KIP-368) */
   reauthMs?: number
+  /** extra server.properties (e.g. producer.id.expiration.ms); give such a cluster its own `name` */
+  brokerProps?: Record<string, string | number>
 }
 
 export const SASL_USERS = { admin: 'admin-secret', relay: 'relay-secret' } as const
@@ -65,6 +67,7 @@ export function ensureCluster(opts: ClusterOptions = {}): Promise<Cluster> {
   if (opts.tls) args.push('--tls')
   if (opts.reauthMs) args.push('--reauth-ms', String(opts.reauthMs))
   if (opts.tv) args.push('--tv', String(opts.tv))
+  if (opts.brokerProps) args.push('--broker-props', Object.entries(opts.brokerProps).map(([k, v]) => `${k}=${v}`).join(','))
   if (process.env.KAFKA_EDGE_RUN_ID) args.push('--owner', process.env.KAFKA_EDGE_RUN_ID)
   const p = runKafkaMjs(args)
     .then((out) => JSON.parse(out.trim().split('\n').pop()!) as Cluster)

@@ -1,4 +1,4 @@
-import { AddOffsetsToTxn, AddPartitionsToTxn, ApiVersions, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce, TxnOffsetCommit, decodeRequest, encodeResponse, errorCode, errorInfo, type Message } from '../../src/edge/protocol/index.js'
+import { AddOffsetsToTxn, AddPartitionsToTxn, ApiVersions, DescribeProducers, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce, TxnOffsetCommit, decodeRequest, encodeResponse, errorCode, errorInfo, type Message } from '../../src/edge/protocol/index.js'
 import { BatchReadError, readBatch } from '../helpers/batch-reader.js'
 import { ModelTxnCoordinator, type CoordinatorFaults } from './model-coordinator.js'
 
@@ -202,6 +202,7 @@ export class ModelCluster {
       case EndTxn.key: return encodeResponse(EndTxn, v, id, this.coordinator.endTxn(node, v, body))
       case AddOffsetsToTxn.key: return encodeResponse(AddOffsetsToTxn, v, id, this.coordinator.addOffsetsToTxn(node, body))
       case TxnOffsetCommit.key: return encodeResponse(TxnOffsetCommit, v, id, this.coordinator.txnOffsetCommit(node, v, body))
+      case DescribeProducers.key: return encodeResponse(DescribeProducers, v, id, this.describeProducers(body))
       case Produce.key: {
         const res = this.produce(node, v, body)
         return res === null ? null : encodeResponse(Produce, v, id, res)
@@ -229,6 +230,7 @@ export class ModelCluster {
       { apiKey: AddOffsetsToTxn.key, minVersion: 0, maxVersion: 4 },
       { apiKey: EndTxn.key, minVersion: 0, maxVersion: tv >= 2 ? 5 : 4 },
       { apiKey: TxnOffsetCommit.key, minVersion: 0, maxVersion: tv >= 2 ? 5 : 4 },
+      { apiKey: DescribeProducers.key, minVersion: 0, maxVersion: 0 },
     ]
     const finalizedFeatures = [{ name: 'transaction.version', maxVersionLevel: tv, minVersionLevel: tv }]
     return encodeResponse(ApiVersions, version, id, { errorCode: 0, apiKeys, throttleTimeMs: 0, finalizedFeaturesEpoch: 1n, finalizedFeatures })
@@ -250,6 +252,23 @@ export class ModelCluster {
       }
     })
     return { throttleTimeMs: 0, brokers, clusterId: 'sim-cluster', controllerId: 0, topics }
+  }
+
+  /** The producers a partition holds state for (Kafka's DescribeProducers, KIP-664). */
+  private describeProducers(body: Message): Message {
+    const topics = (body.topics as Array<{ name: string; partitionIndexes: number[] }>).map((t) => ({
+      name: t.name,
+      partitions: t.partitionIndexes.map((i) => {
+        const p = this.partitions.get(t.name)?.[i]
+        if (!p) return { partitionIndex: i, errorCode: errorCode('UNKNOWN_TOPIC_OR_PARTITION'), errorMessage: null, activeProducers: [] }
+        const activeProducers = [...p.producers].map(([producerId, s]) => ({
+          producerId, producerEpoch: s.epoch, lastSequence: s.batches.at(-1)?.lastSeq ?? -1, lastTimestamp: BigInt(s.lastAppendMs),
+          coordinatorEpoch: -1, currentTxnStartOffset: BigInt(s.txnFirstOffset),
+        }))
+        return { partitionIndex: i, errorCode: 0, errorMessage: null, activeProducers }
+      }),
+    }))
+    return { throttleTimeMs: 0, topics }
   }
 
   private initProducerId(): Message {

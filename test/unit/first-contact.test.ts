@@ -61,7 +61,7 @@ describe('debug and logger settings', () => {
   it('an unknown debug context or a logger without methods is a ConfigException', async () => {
     const { createProducer, tcp, ConfigException } = await import('../../src/edge/node.js')
     expect(() => createProducer({ 'bootstrap.servers': 'b:9092', transport: tcp(), debug: 'brokers' })).toThrow(ConfigException)
-    expect(() => createProducer({ 'bootstrap.servers': 'b:9092', transport: tcp(), debug: 'brokers' })).toThrow(/connection, metadata, retry, epoch, all/)
+    expect(() => createProducer({ 'bootstrap.servers': 'b:9092', transport: tcp(), debug: 'brokers' })).toThrow(/connection, metadata, retry, epoch, checkpoint, all/)
     expect(() => createProducer({ 'bootstrap.servers': 'b:9092', transport: tcp(), logger: console.log as never })).toThrow(/logger must have debug/)
   })
 })

@@ -108,7 +108,7 @@ export class RecordAccumulator {
   /** Per topic, the learned compressed/uncompressed ratio (Java's CompressionRatioEstimator). */
   private readonly ratios = new Map<string, number>()
 
-  constructor(private readonly opts: AccumulatorOptions, readonly pool: BufferPool, private readonly core: Core, private readonly idempotence: IdempotenceManager | null) {}
+  constructor(private readonly opts: AccumulatorOptions, readonly pool: BufferPool, readonly core: Core, private readonly idempotence: IdempotenceManager | null) {}
 
   deque(tp: TopicPartition): ProducerBatch[] {
     // Sticky partitioning sends run after run to one partition: a one-entry cache skips the Map

@@ -7,6 +7,7 @@ import { oauthBearer, parseJaasConfig, plain, type OAuthBearerToken } from '../a
 import { awsMskIam, type AwsCredentials } from '../auth/aws-msk-iam.js'
 import { scram } from '../auth/scram.js'
 import type { TlsSettings, Transport } from '../transport/transport.js'
+import type { CheckpointStore } from './checkpoint.js'
 
 /**
  * Producer settings with the Java client's names and 4.x defaults, and the same ConfigException
@@ -36,6 +37,7 @@ export interface ProducerConfig {
   partitionerIgnoreKeys: boolean
   partitionerAdaptive: boolean
   transport: Transport
+  checkpoint: CheckpointStore | null
   security: SecurityConfig
   log: Log
   observer: ProducerObserver
@@ -71,6 +73,8 @@ export interface ProduceRequestEvent {
     recordCount: number
     /** The batch's size on the wire (after compression). */
     sizeInBytes: number
+    /** The RecordBatch bytes as sent: a view of the producer's buffer, valid during the call (copy it to keep it). */
+    bytes: Uint8Array
     /** 1 on the first send, 2 on the first retry, ... */
     attempt: number
     /** Transactional producer: the partition was already part of the transaction when the batch left. */
@@ -178,7 +182,13 @@ export interface JavaProducerSettings {
   'ssl.key.pem'?: string
   /** Default 'https' (verify the broker's host name); '' turns the check off. */
   'ssl.endpoint.identification.algorithm'?: 'https' | ''
-  /** Contexts to log at debug level, comma-separated (librdkafka's setting): connection, metadata, retry, epoch, or all. */
+  /**
+   * Default none. Where the producer keeps its identity and unacknowledged batches, so a later
+   * producer resumes them and the broker drops resends it already wrote (docs/producer.md, "Resuming
+   * a producer"). Idempotent producers only.
+   */
+  checkpoint?: CheckpointStore | null
+  /** Contexts to log at debug level, comma-separated (librdkafka's setting): connection, metadata, retry, epoch, checkpoint, or all. */
   debug?: string
   /** Where logs go (default console when `debug` is set); also receives warnings. */
   logger?: Logger
@@ -314,6 +324,11 @@ const SPECS: Spec[] = [
     if (v !== null && typeof v === 'object') return v
     throw new ConfigException(`${k} must be an object of hooks (onProduceRequest, onCoordinatorRequest, onProducerId)`)
   } },
+  { key: 'checkpoint', default: null, parse: (v, k) => {
+    const c = v as CheckpointStore | null
+    if (c === null || (typeof c === 'object' && typeof c.load === 'function' && typeof c.save === 'function')) return c
+    throw new ConfigException(`${k} must have load() and save(checkpoint) methods returning promises`)
+  } },
   { key: 'clock', default: systemClock, parse: any },
   { key: 'random', default: Math.random, parse: any },
   { key: 'wasm', default: undefined, parse: any },
@@ -399,6 +414,14 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
   if (!transport || typeof (transport as Transport).open !== 'function') throw new ConfigException('transport must be a Transport, e.g. tcp() or websocket({ url })')
 
   const security = parseSecurity(get, given, transport)
+  const checkpoint = get<CheckpointStore | null>('checkpoint')
+  if (checkpoint && !idempotence) {
+    throw new ConfigException('checkpoint needs enable.idempotence=true: without producer ids and sequences the broker cannot recognise a resent batch')
+  }
+  if (checkpoint && transactionalId !== null) {
+    throw new ConfigException('checkpoint is for idempotent producers; a transactional producer resumes by re-sending its records ' +
+      'in a new transaction after initTransactions() (docs/producer.md)')
+  }
 
   return {
     bootstrapServers: get('bootstrap.servers') ?? (() => { throw new ConfigException('bootstrap.servers is required') })(),
@@ -424,6 +447,7 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
     partitionerIgnoreKeys: get('partitioner.ignore.keys'),
     partitionerAdaptive: get('partitioner.adaptive.partitioning.enable'),
     transport,
+    checkpoint,
     security,
     log: makeLog(get<Logger | null>('logger'), get<LogContext[] | string>('debug')),
     observer: get('observer'),

@@ -207,6 +207,39 @@ export class IdempotenceManager {
     }
   }
 
+  /** What a checkpoint records: the id/epoch and, per partition stamped under them, the next sequence. */
+  checkpointHead(): { producerId: bigint; epoch: number; nextSequence: Array<{ topic: string; partition: number; next: number }> } {
+    const pe = this.producerIdAndEpoch
+    const nextSequence: Array<{ topic: string; partition: number; next: number }> = []
+    for (const e of this.partitions.values()) {
+      if (sameProducer(e.producerIdAndEpoch, pe)) nextSequence.push({ topic: e.tp.topic, partition: e.tp.partition, next: e.nextSequence })
+    }
+    return { producerId: pe.producerId, epoch: pe.epoch, nextSequence }
+  }
+
+  /**
+   * Takes over an earlier producer's id, epoch and sequences (from its checkpoint) instead of
+   * InitProducerId. `batches` are its unacknowledged batches, in sequence order per partition: they
+   * become this producer's in-flight batches, so nothing new of their partition is sent before them.
+   */
+  resume(pe: ProducerIdAndEpoch, next: ReadonlyArray<{ tp: TopicPartition; next: number }>, batches: readonly ProducerBatch[]): void {
+    if (!this.transitionTo('READY')) return
+    this.setProducerIdAndEpoch(pe)
+    for (const n of next) {
+      const e = this.entry(n.tp)
+      e.producerIdAndEpoch = pe
+      e.nextSequence = n.next
+    }
+    for (const b of batches) {
+      const e = this.entry(b.tp)
+      e.producerIdAndEpoch = pe
+      // The broker has everything up to the first resend (a partition's acknowledged batches left the checkpoint).
+      if (e.inflight.length === 0) e.lastAckedSequence = b.baseSequence === 0 ? NO_LAST_ACKED : b.baseSequence - 1
+      e.addInflight(b)
+      if (((b.lastSequence + 1 - e.nextSequence) | 0) > 0) e.nextSequence = incrementSequence(b.lastSequence, 1)
+    }
+  }
+
   transitionToFatal(error: Error): void {
     if (this.producerIdState === 'FATAL_ERROR') return
     this.transitionTo('FATAL_ERROR')

@@ -67,14 +67,34 @@ export class ProducerBatch {
   /** Buffer bytes reserved for this batch, returned when it completes. */
   reservedBytes: number
 
+  /** Taken over from a checkpoint: sent by an earlier producer, so the broker may hold it already. */
+  resumed = false
+
   /** `expectedRecords` presizes the arrays (growing by push copies them several times over). */
-  constructor(readonly tp: TopicPartition, open: OpenBatch, readonly createdMs: number, reservedBytes: number, expectedRecords = 0) {
+  constructor(readonly tp: TopicPartition, open: OpenBatch | null, readonly createdMs: number, reservedBytes: number, expectedRecords = 0) {
     this.resolves = new Array(expectedRecords)
     this.rejects = new Array(expectedRecords)
     this.timestamps = new Array(expectedRecords)
     this.open = open
     this.lastAttemptMs = createdMs
     this.reservedBytes = reservedBytes
+  }
+
+  /**
+   * A batch an earlier producer sealed and sent (from its checkpoint): its bytes go out again
+   * unchanged; nobody awaits its records here, flush() still waits for it.
+   */
+  static resumed(tp: TopicPartition, bytes: Uint8Array, stamp: ProducerStamp, recordCount: number, now: number): ProducerBatch {
+    const b = new ProducerBatch(tp, null, now, 0)
+    b.bytes = bytes
+    b.count = recordCount
+    b.producerId = stamp.producerId
+    b.producerEpoch = stamp.producerEpoch
+    b.baseSequence = stamp.baseSequence
+    b.transactional = stamp.transactional
+    b.maybeWritten = true
+    b.resumed = true
+    return b
   }
 
   get done(): boolean { return this.finalState !== null }
@@ -126,7 +146,9 @@ export class ProducerBatch {
     // One BigInt add per record (not BigInt(i) plus an add).
     const known = baseOffset >= 0n
     let offset = known ? baseOffset : -1n
-    for (let i = 0; i < this.count; i++) {
+    // A resumed batch has records but no callers to tell.
+    const n = this.resumed ? 0 : this.count
+    for (let i = 0; i < n; i++) {
       resolves[i]!({ topic, partition, offset, timestamp: appendTime >= 0 ? appendTime : timestamps[i]! })
       if (known) offset += 1n
     }
@@ -147,7 +169,8 @@ export class ProducerBatch {
     if (this.done) return
     this.finalState = state
     this.discardOpen()
-    for (let i = 0; i < this.count; i++) this.rejects[i]!(perRecord?.get(i) ?? error)
+    const n = this.resumed ? 0 : this.count
+    for (let i = 0; i < n; i++) this.rejects[i]!(perRecord?.get(i) ?? error)
     this.releaseCallbacks()
   }
 

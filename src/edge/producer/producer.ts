@@ -1,19 +1,34 @@
 import { Cluster } from '../client/cluster.js'
 import {
-  BufferExhaustedException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery,
+  BufferExhaustedException, CheckpointException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery,
 } from '../errors.js'
-import { RECORD_BATCH_HEADER_SIZE, loadCore, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
+import { RECORD_BATCH_HEADER_SIZE, loadCore, readBatchRecords, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
+import { DescribeProducers, errorInfo } from '../protocol/index.js'
+import { Checkpointer, POSSIBLE_DUPLICATE_HEADER, batchIdentity, type PendingBatch, type ProducerCheckpoint } from './checkpoint.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
 import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
-import { topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
+import { ProducerBatch, topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
-import { IdempotenceManager, type ProducerIdState } from './idempotence.js'
+import { NUM_BATCHES_TO_RETAIN, IdempotenceManager, type ProducerIdState } from './idempotence.js'
 import { TransactionCoordinatorClient } from './transactions/coordinator-client.js'
 import { type GroupMetadata, type OffsetsToCommit, type TxnState } from './transactions/state.js'
 
 export type { RecordMetadata } from './producer-batch.js'
+
+/**
+ * What the producer did with the checkpoint it loaded: `resumed` took over its producer id, epoch and
+ * sequences and resends its batches as they were; `relabelled` found the broker may have forgotten
+ * that producer and re-sent the records under a new id with the possible-duplicate header.
+ */
+export interface ResumeOutcome {
+  mode: 'none' | 'resumed' | 'relabelled'
+  batches: number
+  records: number
+  /** Why the producer could not resume (relabelled only). */
+  reason?: string
+}
 
 type Bytes = Uint8Array | string | null
 
@@ -95,6 +110,12 @@ export class Producer {
   private partCount = 0
   private readonly availableFn = (): number[] => this.availablePartitions(this.partTopic, this.partCount)
   private readonly queueFn = (i: number): number => this.accumulator.queueSize(this.topicPartition(this.partTopic, i))
+  /** @internal With the `checkpoint` setting. */
+  checkpointer: Checkpointer | null = null
+  /** What happened to the loaded checkpoint; undefined until connect() loaded it (or without a checkpoint). */
+  resumeOutcome: ResumeOutcome | undefined
+  /** Relabelled resends not yet settled: their old batches stay in the checkpoint until then. */
+  private relabelling: Array<Promise<unknown>> = []
 
   constructor(settings: ProducerSettings | AnyProducerSettings) {
     this.config = parseConfig(settings)
@@ -147,19 +168,189 @@ export class Producer {
   private async doConnect(): Promise<void> {
     if (this.closed) throw new ClosedError('the producer is closed; create a new one')
     const c = this.config
-    if (!this.core) {
-      this.core = await loadCore(c.wasm as Parameters<typeof loadCore>[0], { compression: c.compressionType })
+    if (!this.sender) {
+      // The core is published (this.core) only once a checkpoint is taken over: sends made meanwhile
+      // wait, so a partition's resent batches go before its new ones.
+      const core = await loadCore(c.wasm as Parameters<typeof loadCore>[0], { compression: c.compressionType })
       this.pool = new BufferPool(c.bufferMemory, c.clock)
       this.accumulator = new RecordAccumulator({
         batchSize: c.batchSize, lingerMs: c.lingerMs, maxRequestSize: c.maxRequestSize, bufferMemory: c.bufferMemory,
         maxBlockMs: c.maxBlockMs, deliveryTimeoutMs: c.deliveryTimeoutMs, retryBackoffMs: c.retryBackoffMs,
         retryBackoffMaxMs: c.retryBackoffMaxMs, compression: c.compressionType, compressionLevel: c.compressionLevel,
         clock: c.clock, random: c.random,
-      }, this.pool, this.core, this.idempotence)
-      this.sender = new Sender(c, this.cluster, this.accumulator, this.idempotence, this.metricsRegistry, this.transactions)
+      }, this.pool, core, this.idempotence)
+      if (c.checkpoint && this.idempotence) {
+        const idem = this.idempotence
+        this.checkpointer = new Checkpointer(c.checkpoint, () => idem.checkpointHead(), c.clock, c.log)
+      }
+      this.sender = new Sender(c, this.cluster, this.accumulator, this.idempotence, this.metricsRegistry, this.transactions,
+        this.checkpointer && { checkpoint: this.checkpointer, onResumedRefused: (b, e) => this.relabelResumed(b, e) })
+      if (!this.checkpointer) this.core = core
     }
     await this.withDeadline(this.cluster.refresh(this.sender.topicsInUse), c.maxBlockMs, 'fetching cluster metadata from bootstrap.servers')
+    if (!this.core) await this.takeOverCheckpoint()
     this.sender.wakeup()
+  }
+
+  /**
+   * Loads the checkpoint and either takes over its identity (every pending batch is still known to
+   * its partition's leader under that producer id and epoch: DescribeProducers says so) or, when the
+   * broker may have forgotten the producer (producer.id.expiration.ms, retention) or cannot tell,
+   * takes a new producer id and re-sends the pending records with the possible-duplicate header.
+   */
+  private async takeOverCheckpoint(): Promise<void> {
+    const c = this.config
+    const core = this.accumulator.core
+    let cp: ProducerCheckpoint | undefined
+    try {
+      cp = await c.checkpoint!.load()
+    } catch (e) {
+      throw new CheckpointException(`the checkpoint store failed to load (${(e as Error)?.message ?? String(e)}); nothing was sent`, { cause: e })
+    }
+    if (this.core) return
+    const cpr = this.checkpointer!
+    if (!cp) {
+      this.resumeOutcome = { mode: 'none', batches: 0, records: 0 }
+    } else {
+      if (cp.v !== 1 || !/^\d+$/.test(cp.producerId) || !Array.isArray(cp.pending)) {
+        throw new CheckpointException('the loaded checkpoint is not a version 1 ProducerCheckpoint; clear the store or load it with the kafka-edge version that wrote it')
+      }
+      cpr.ticket = cp.ticket
+      const pe = { producerId: BigInt(cp.producerId), epoch: cp.epoch }
+      for (const p of cp.pending) this.sender.topicsInUse.add(p.topic)
+      if (cp.pending.length > 0) {
+        await this.withDeadline(this.cluster.refresh(this.sender.topicsInUse), c.maxBlockMs, 'fetching metadata for the checkpoint\'s partitions')
+      }
+      const reason = await this.whyNotResumable(pe, cp.pending)
+      const records = cp.pending.reduce((n, p) => n + p.recordCount, 0)
+      if (reason === null) {
+        const now = c.clock.now()
+        const batches = [...cp.pending].sort(pendingOrder).map((p) => {
+          const id = batchIdentity(p.bytes)
+          const stamp = { producerId: id.producerId, producerEpoch: id.epoch, baseSequence: id.baseSequence, transactional: false }
+          return ProducerBatch.resumed(this.topicPartition(p.topic, p.partition), p.bytes, stamp, id.recordCount, now)
+        })
+        this.idempotence!.resume(pe, cp.nextSequence.map((n) => ({ tp: this.topicPartition(n.topic, n.partition), next: n.next })), batches)
+        for (const b of [...batches].reverse()) {
+          cpr.adopt(b)
+          this.accumulator.deque(b.tp).unshift(b)
+          this.accumulator.incomplete.add(b)
+        }
+        this.resumeOutcome = { mode: 'resumed', batches: batches.length, records }
+        c.log.debug('checkpoint', 'producer resumed', { producerId: pe.producerId, epoch: pe.epoch, batches: batches.length })
+      } else {
+        this.resumeOutcome = { mode: 'relabelled', batches: cp.pending.length, records, reason }
+        c.log.warn('checkpoint', 'resending a checkpoint\'s records as possible duplicates under a new producer id', {
+          producerId: pe.producerId, batches: cp.pending.length, reason,
+        })
+        const before = this.waiting.length
+        this.relabel(core, cp.pending, reason)
+        // Sends made while the checkpoint loaded queued up first; the old records go before them.
+        if (before > 0) this.waiting.unshift(...this.waiting.splice(before))
+      }
+    }
+    this.sender.releaseProducerId()
+    this.core = core
+  }
+
+  /** null when every pending batch can be resent as it is; else why not. */
+  private async whyNotResumable(pe: { producerId: bigint; epoch: number }, pending: readonly PendingBatch[]): Promise<string | null> {
+    if (pending.length === 0) return null
+    const byTp = new Map<string, PendingBatch[]>()
+    for (const p of pending) {
+      const id = batchIdentity(p.bytes)
+      if (id.producerId !== pe.producerId || id.epoch !== pe.epoch) {
+        return `a pending batch of ${p.topic}-${p.partition} is stamped with producer ${id.producerId} epoch ${id.epoch}, not the checkpoint's ${pe.producerId}/${pe.epoch}`
+      }
+      const key = `${p.topic}:${p.partition}`
+      byTp.set(key, [...(byTp.get(key) ?? []), p])
+    }
+    const byLeader = new Map<number, Map<string, number[]>>()
+    for (const [key, list] of byTp) {
+      const { topic, partition } = list[0]!
+      if (list.length > NUM_BATCHES_TO_RETAIN) return `${list.length} pending batches for ${key}, more than the ${NUM_BATCHES_TO_RETAIN} the broker deduplicates`
+      const leader = this.cluster.leaderFor(topic, partition)
+      if (leader < 0) return `no leader known for ${topic}-${partition}`
+      const topics = byLeader.get(leader) ?? new Map<string, number[]>()
+      topics.set(topic, [...(topics.get(topic) ?? []), partition])
+      byLeader.set(leader, topics)
+    }
+    for (const [leader, topics] of byLeader) {
+      let res
+      try {
+        const conn = this.cluster.connection(leader)
+        await conn.connect()
+        res = await conn.request(DescribeProducers, { topics: [...topics].map(([name, partitionIndexes]) => ({ name, partitionIndexes })) }).response
+      } catch (e) {
+        return `DescribeProducers failed (${(e as Error).message}), so the broker's producer state is unknown`
+      }
+      for (const t of res.topics) {
+        for (const part of t.partitions) {
+          const key = `${t.name}:${part.partitionIndex}`
+          if (part.errorCode !== 0) return `DescribeProducers answered ${errorInfo(part.errorCode).name} for ${key}`
+          const state = part.activeProducers.find((a) => a.producerId === pe.producerId)
+          if (!state) return `the leader of ${key} no longer holds producer ${pe.producerId} (expired: producer.id.expiration.ms, or its batches were deleted)`
+          if (state.producerEpoch !== pe.epoch) return `the leader of ${key} holds producer ${pe.producerId} at epoch ${state.producerEpoch}, not ${pe.epoch}`
+          const first = [...byTp.get(key)!].sort(pendingOrder)[0]!
+          if (((state.lastSequence + 1 - first.baseSequence) | 0) < 0) {
+            return `the leader of ${key} last saw sequence ${state.lastSequence}, before the first pending batch (${first.baseSequence})`
+          }
+        }
+      }
+    }
+    return null
+  }
+
+  /**
+   * Re-sends the records of batches the broker may or may not hold as new records (new producer id,
+   * possible-duplicate header). The old batches stay in the checkpoint until every resend settled
+   * successfully, so a crash meanwhile repeats this rather than losing them.
+   */
+  private relabel(core: Core, pending: readonly PendingBatch[], reason: string): void {
+    const cpr = this.checkpointer!
+    cpr.legacy.push(...pending)
+    const sends: Array<Promise<unknown>> = []
+    for (const p of [...pending].sort(pendingOrder)) {
+      for (const r of readBatchRecords(core, p.bytes)) {
+        const headers = (r.headers ?? []).filter((h) => h.key !== POSSIBLE_DUPLICATE_HEADER)
+        headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: encoder.encode('1') })
+        sends.push(this.enqueueInternal({ topic: p.topic, partition: p.partition, key: r.key, value: r.value, timestamp: r.timestamp, headers }))
+      }
+    }
+    const all = Promise.all(sends)
+    this.relabelling.push(all)
+    all.then(() => {
+      cpr.legacy = cpr.legacy.filter((l) => !pending.includes(l))
+      return cpr.persist()
+    }).catch((e: unknown) => {
+      this.config.log.warn('checkpoint', 'a relabelled resend failed; its records stay in the checkpoint for the next producer', { error: String(e), reason })
+    })
+  }
+
+  /** A resumed batch refused for its producer state: it and its partition's other resumed batches go out again labelled. */
+  private relabelResumed(batch: ProducerBatch, error: Error): void {
+    const victims = [batch]
+    for (const b of this.accumulator.deque(batch.tp)) if (b.resumed && !b.done) victims.push(b)
+    for (const b of this.sender.inFlightBatches) if (b.resumed && !b.done && b.tp === batch.tp && !victims.includes(b)) victims.push(b)
+    const d = this.accumulator.deque(batch.tp)
+    const pending = victims.map((b) => ({ topic: b.tp.topic, partition: b.tp.partition, baseSequence: b.baseSequence, recordCount: b.recordCount, bytes: b.bytes!.slice() }))
+    for (const b of victims) {
+      const i = d.indexOf(b)
+      if (i >= 0) d.splice(i, 1)
+      this.sender.failBatch(b, error, errorInfo((error as { code?: number }).code ?? -1).name, true)
+    }
+    this.resumeOutcome = { ...(this.resumeOutcome ?? { mode: 'relabelled', batches: 0, records: 0 }), mode: 'relabelled', reason: error.message }
+    this.relabel(this.accumulator.core, pending, error.message)
+  }
+
+  /** send() without the transactional check, for records the producer itself re-sends. */
+  private enqueueInternal(record: ProducerRecord): Promise<RecordMetadata> {
+    const promise = new Promise<RecordMetadata>(capture)
+    const resolve = capturedResolve
+    const reject = capturedReject
+    if (this.closed) reject(markDelivery(new ClosedError('the producer was closed before the record was sent'), false))
+    else this.enqueue(record, resolve, reject)
+    return promise
   }
 
   send(record: ProducerRecord): Promise<RecordMetadata> {
@@ -432,6 +623,8 @@ export class Producer {
         await Promise.race([done, new Promise((r) => this.config.clock.setTimeout(r as () => void, timeoutMs))])
       } else await done
       const err = markDelivery(new ClosedError('the producer was closed before the record was acknowledged'), true)
+      // What close() gives up on stays in the checkpoint: the next producer resends it as it was.
+      if (this.checkpointer) this.checkpointer.frozen = true
       this.accumulator.failQueued(() => err)
       for (const b of this.sender.inFlightBatches) this.sender.failBatch(b, err, null, false)
       this.pool.failWaiters(err)
@@ -494,6 +687,13 @@ export class Producer {
     if (this.cluster.partitionCount(topic) === 0) await this.cluster.refresh(this.sender.topicsInUse)
     return this.cluster.partitionCount(topic)
   }
+}
+
+
+/** Resend order: per partition, by sequence (one producer id and epoch per partition in a resumable checkpoint). */
+function pendingOrder(a: PendingBatch, b: PendingBatch): number {
+  if (a.topic !== b.topic) return a.topic < b.topic ? -1 : 1
+  return a.partition - b.partition || a.baseSequence - b.baseSequence
 }
 
 export function createProducer(settings: ProducerSettings | AnyProducerSettings): Producer {

@@ -4,6 +4,7 @@ import { InvalidRecordException, TimeoutException, markDelivery } from '../error
 import { invalidatesMetadata, isAmbiguous, isFatal, refusesProducerState } from './error-policy.js'
 import { InitProducerId, Produce, apiError, errorCode, errorInfo, type ResponseBody } from '../protocol/index.js'
 import type { RecordAccumulator } from './accumulator.js'
+import type { Checkpointer } from './checkpoint.js'
 import type { ProducerConfig } from './config.js'
 import type { ProducerMetrics } from './metrics.js'
 import type { ProducerBatch, TopicPartition } from './producer-batch.js'
@@ -15,6 +16,7 @@ const INT_MAX = 2147483647
 /** Brokers refuse zstd batches in Produce requests below v7 (Kafka 2.1), and a 2.0 broker cannot read them. */
 export const ZSTD_MIN_PRODUCE_VERSION = 7
 const UNSUPPORTED_COMPRESSION_TYPE = errorCode('UNSUPPORTED_COMPRESSION_TYPE')
+const RESUME_REFUSALS = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'INVALID_PRODUCER_ID_MAPPING'].map(errorCode))
 
 /**
  * The send loop (Java's Sender), driven by wakeups instead of a thread: each run finds ready nodes,
@@ -39,9 +41,14 @@ export class Sender {
   private initBackoffUntil = 0
   closed = false
   readonly topicsInUse = new Set<string>()
+  /** While a checkpoint is being taken over its producer id may be resumed: no InitProducerId until released. */
+  private holdProducerId: boolean
+  private readonly checkpoint: Checkpointer | null
   /**
    * @param txnHooks the transactional producer's coordinator client: Produce version ceiling and batch
    *   failures; null without a transactional.id.
+   * @param resume with the `checkpoint` setting: batches are sent only once durable in it, and a resumed
+   *   batch the broker refuses for its producer state goes to `onResumedRefused` (sent again as possible duplicates).
    */
   constructor(
     private readonly config: ProducerConfig,
@@ -54,7 +61,17 @@ export class Sender {
       batchFailed(error: Error): void
       isPartitionInTransaction(tp: TopicPartition): boolean
     } | null = null,
-  ) {}
+    private readonly resume: { checkpoint: Checkpointer; onResumedRefused(batch: ProducerBatch, error: Error): void } | null = null,
+  ) {
+    this.checkpoint = resume?.checkpoint ?? null
+    this.holdProducerId = resume !== null
+  }
+
+  /** The checkpoint was taken over (or there was none to take): the producer may ask for an id now. */
+  releaseProducerId(): void {
+    this.holdProducerId = false
+    this.wakeup()
+  }
 
   get inFlightRequests(): number {
     let n = 0
@@ -103,7 +120,7 @@ export class Sender {
       }
       if (!idem.hasProducerId) {
         // A transactional producer gets its id from initTransactions(), never here.
-        if (!idem.isTransactional) this.ensureProducerId(now)
+        if (!idem.isTransactional && !this.holdProducerId) this.ensureProducerId(now)
         this.expire(now)
         this.scheduleNext(now, Infinity)
         return
@@ -128,7 +145,7 @@ export class Sender {
     }
     const drained = this.accumulator.drain(this.cluster, sendable, now)
     this.expire(now)
-    for (const [node, batches] of drained) this.sendProduce(node, batches, now)
+    for (const [node, batches] of drained) this.dispatch(node, batches, now)
     // Java's loop goes round again at once: the next batch of a partition may go while the first is
     // in flight (up to max.in.flight). Without this it waited for an answer to wake the sender.
     if (drained.size > 0) this.rerun = true
@@ -197,6 +214,42 @@ export class Sender {
       () => { this.metadataBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs },
       () => { this.metadataBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs },
     ).finally(() => { this.metadataInFlight = false; this.wakeup() })
+  }
+
+  /**
+   * With a checkpoint, a request goes out only once every batch in it is durable under its current
+   * stamp. Waiting requests keep their place: saves complete in order and each waiting request is
+   * sent from its own save's completion, so drain order per connection holds.
+   */
+  private dispatch(node: number, batches: ProducerBatch[], now: number): void {
+    const cp = this.checkpoint
+    if (!cp) { this.sendProduce(node, batches, now); return }
+    for (const b of batches) cp.track(b)
+    if (batches.every((b) => cp.isDurable(b))) { this.sendProduce(node, batches, now); return }
+    // Counted as in flight while it waits, so max.in.flight and the delivery timeout see it.
+    this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 0) + 1)
+    for (const b of batches) this.inFlightBatches.add(b)
+    const go = (): void => {
+      const live = batches.filter((b) => !b.done)
+      // An epoch bump may have restamped a batch while the save ran: that stamp must be saved too.
+      if (live.some((b) => !cp.isDurable(b)) && !this.closed) {
+        for (const b of live) cp.track(b)
+        cp.persist().then(go, refused)
+        return
+      }
+      this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 1) - 1)
+      if (live.length > 0 && !this.closed) this.sendProduce(node, live, this.config.clock.now())
+      else if (this.inFlightRequests === 0) for (const resolve of this.idleWaiters.splice(0)) resolve()
+      this.wakeup()
+    }
+    const refused = (e: unknown): void => {
+      this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 1) - 1)
+      // Never sent: the batches fail as not written, and later sequences close the gap (epoch bump).
+      for (const b of batches) if (!b.done) this.failBatch(b, markDelivery(e as Error, b.maybeWritten), null, true)
+      if (this.inFlightRequests === 0) for (const resolve of this.idleWaiters.splice(0)) resolve()
+      this.wakeup()
+    }
+    cp.persist().then(go, refused)
   }
 
   private sendProduce(node: number, batches: ProducerBatch[], now: number): void {
@@ -269,7 +322,7 @@ export class Sender {
       maxVersion: this.produceVersionCap(),
       batches: batches.map((b) => ({
         topic: b.tp.topic, partition: b.tp.partition, producerId: b.producerId, producerEpoch: b.producerEpoch, baseSequence: b.baseSequence,
-        recordCount: b.recordCount, sizeInBytes: b.sizeInBytes, attempt: b.attempts + 1, inTransaction: this.txnHooks?.isPartitionInTransaction(b.tp) ?? false,
+        recordCount: b.recordCount, sizeInBytes: b.sizeInBytes, bytes: b.bytes!, attempt: b.attempts + 1, inTransaction: this.txnHooks?.isPartitionInTransaction(b.tp) ?? false,
       })),
     })
   }
@@ -326,7 +379,13 @@ export class Sender {
     if (batch.done) return
     const code = pr.errorCode
     if (isAmbiguous(code) || (refusesProducerState(code) && batch.inRetry)) batch.maybeWritten = true
-    if (code === 10 && this.accumulator.canSplit(batch)) {
+    if (batch.resumed && RESUME_REFUSALS.has(code) && this.resume) {
+      // The broker's state for the resumed identity is not what the checkpoint promised: a resend
+      // under a new epoch could be a second copy, so its records go out again labelled instead.
+      this.resume.onResumedRefused(batch, this.batchError(batch, pr))
+      return
+    }
+    if (code === 10 && !batch.resumed && this.accumulator.canSplit(batch)) {
       this.splitAndReenqueue(batch)
       return
     }
@@ -357,6 +416,7 @@ export class Sender {
 
   private succeed(batch: ProducerBatch, baseOffset: bigint, logAppendTimeMs: bigint): void {
     this.idempotence?.handleCompletedBatch(batch, baseOffset, this.config.clock.now())
+    this.checkpoint?.untrack(batch)
     batch.complete(baseOffset, logAppendTimeMs)
     this.metrics.recordSend.record(batch.recordCount)
     this.metrics.totals.recordsSent += batch.recordCount
@@ -386,6 +446,7 @@ export class Sender {
       }
     }
     for (const p of pieces) p.maybeWritten = batch.maybeWritten
+    this.checkpoint?.untrack(batch)
     batch.markSplit()
     this.accumulator.reenqueueSplit(batch, pieces)
     this.wakeup()
@@ -404,6 +465,7 @@ export class Sender {
     this.inFlightBatches.delete(batch)
     if (this.idempotence?.isTransactional) this.txnHooks?.batchFailed(error)
     if (this.idempotence) this.idempotence.handleFailedBatch(batch, errorName, adjustSequences)
+    this.checkpoint?.untrack(batch)
     this.metrics.recordError.record(batch.recordCount)
     this.metrics.totals.recordErrors += batch.recordCount
     batch.fail(error, perRecord)
@@ -417,7 +479,10 @@ export class Sender {
    */
   failAll(error: Error): void {
     const unsent = markDelivery(error, false)
-    this.accumulator.failQueued((b) => (b.maybeWritten ? markDelivery(copyOf(error), true) : unsent))
+    this.accumulator.failQueued((b) => {
+      this.checkpoint?.untrack(b)
+      return b.maybeWritten ? markDelivery(copyOf(error), true) : unsent
+    })
   }
 
   close(): void {

@@ -1,6 +1,7 @@
 import { ProtocolError } from '../errors.js'
 import { AddOffsetsToTxn } from './apis/add-offsets-to-txn.js'
 import { AddPartitionsToTxn } from './apis/add-partitions-to-txn.js'
+import { DescribeProducers } from './apis/describe-producers.js'
 import { ApiVersions } from './apis/api-versions.js'
 import { EndTxn } from './apis/end-txn.js'
 import { FindCoordinator } from './apis/find-coordinator.js'
@@ -15,10 +16,13 @@ import { decodeMessage, encodeMessage, type ApiSchema, type Message } from './sc
 export { Reader, Writer } from './primitives.js'
 export type { ApiSchema, Message, MessageOf, RequestOf, RequestBody, ResponseBody } from './schema.js'
 export { errorInfo, errorCode, apiError, allErrors, exceptionClass, type ErrorInfo, type ErrorCategory } from './error-codes.js'
-export { AddOffsetsToTxn, AddPartitionsToTxn, ApiVersions, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce, SaslAuthenticate, SaslHandshake, TxnOffsetCommit }
+export {
+  AddOffsetsToTxn, AddPartitionsToTxn, ApiVersions, DescribeProducers, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce, SaslAuthenticate, SaslHandshake,
+  TxnOffsetCommit,
+}
 
 export const APIS: readonly ApiSchema[] = [
-  Produce, Metadata, FindCoordinator, SaslHandshake, ApiVersions, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, SaslAuthenticate,
+  Produce, Metadata, FindCoordinator, SaslHandshake, ApiVersions, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, SaslAuthenticate, DescribeProducers,
 ]
 const BY_KEY = new Map(APIS.map((a) => [a.key, a]))
 export const apiByKey = (key: number): ApiSchema | undefined => BY_KEY.get(key)

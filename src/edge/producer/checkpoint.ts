@@ -1,0 +1,164 @@
+import type { Clock } from '../clock.js'
+import { CheckpointException, markDelivery } from '../errors.js'
+import type { Log } from '../log.js'
+import type { ProducerBatch } from './producer-batch.js'
+import { NUM_BATCHES_TO_RETAIN } from './idempotence.js'
+
+/**
+ * A batch the producer sent (or is about to send) and has no acknowledgement for. `bytes` is the
+ * encoded RecordBatch v2 exactly as it goes on the wire: producer id, epoch and base sequence are in
+ * its header, so a resumed producer resends it byte for byte and the broker recognises it.
+ */
+export interface PendingBatch { topic: string; partition: number; baseSequence: number; recordCount: number; bytes: Uint8Array }
+
+/**
+ * What a later producer needs to take over this one's identity (see docs/producer.md, "Resuming a
+ * producer"). `nextSequence` lists every partition the producer stamped batches for.
+ */
+export interface ProducerCheckpoint {
+  v: 1
+  /** Decimal, so JSON stores keep it exact. */
+  producerId: string
+  epoch: number
+  transactionalId?: string
+  savedAt: number
+  nextSequence: Array<{ topic: string; partition: number; next: number }>
+  pending: PendingBatch[]
+  /** Opaque relay producer-id ticket: carried from save to load untouched. */
+  ticket?: string
+}
+
+/**
+ * Where checkpoints live (IndexedDB, a Durable Object's storage, a file). `save` resolves once the
+ * checkpoint would survive the process: the producer sends a batch only after a save holding it resolved.
+ */
+export interface CheckpointStore {
+  load(): Promise<ProducerCheckpoint | undefined>
+  save(cp: ProducerCheckpoint): Promise<void>
+}
+
+/** Header on records a producer re-sent under a new producer id because the broker may hold them already. */
+export const POSSIBLE_DUPLICATE_HEADER = 'kafka-edge.possible-duplicate'
+
+export type MemoryCheckpointStore = CheckpointStore & { current: ProducerCheckpoint | undefined; saves: number }
+
+/** A checkpoint that keeps everything in memory (tests; a producer restarted inside one process). */
+export function memoryCheckpointStore(initial?: ProducerCheckpoint): MemoryCheckpointStore {
+  const store = {
+    current: initial,
+    saves: 0,
+    load: () => Promise.resolve(store.current),
+    save: (cp: ProducerCheckpoint) => { store.current = cp; store.saves++; return Promise.resolve() },
+  }
+  return store
+}
+
+/** Producer id, epoch and base sequence of an encoded RecordBatch v2 (its header, offsets 43, 51, 53; count at 57). */
+export function batchIdentity(bytes: Uint8Array): { producerId: bigint; epoch: number; baseSequence: number; recordCount: number } {
+  if (bytes.length < 61) throw new CheckpointException(`a checkpointed batch has ${bytes.length} bytes, fewer than a RecordBatch header; the checkpoint is corrupt`)
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  if (dv.getInt8(16) !== 2) throw new CheckpointException(`a checkpointed batch has magic ${dv.getInt8(16)}, not 2; the checkpoint is corrupt`)
+  return { producerId: dv.getBigInt64(43), epoch: dv.getInt16(51), baseSequence: dv.getInt32(53), recordCount: dv.getInt32(57) }
+}
+
+const stampKey = (b: ProducerBatch): string => `${b.producerId}/${b.producerEpoch}/${b.baseSequence}`
+
+export interface CheckpointHead { producerId: bigint; epoch: number; nextSequence: ProducerCheckpoint['nextSequence'] }
+
+/**
+ * Keeps the store in step with the sender: every batch about to be sent is tracked, a batch counts
+ * as durable only once a save that held it (with its current stamp: an epoch bump rewrites batches)
+ * resolved, and a settled batch leaves at the next save. Saves run one at a time; everything that
+ * changes while one runs goes into the next (one save, however many batches asked for it).
+ */
+export class Checkpointer {
+  private readonly tracked = new Map<ProducerBatch, PendingBatch>()
+  private readonly saved = new Map<ProducerBatch, string>()
+  private running: Promise<void> = Promise.resolve()
+  private queued: Promise<void> | null = null
+  /** Batches of an earlier producer id whose records are being re-sent (possible duplicates): kept until those sends settle. */
+  legacy: PendingBatch[] = []
+  ticket: string | undefined
+  /** close(): batches it fails stay in the store, so the next producer resends them under the same identity. */
+  frozen = false
+
+  constructor(private readonly store: CheckpointStore, private readonly head: () => CheckpointHead, private readonly clock: Clock, private readonly log: Log) {}
+
+  track(b: ProducerBatch): void {
+    const p = this.tracked.get(b)
+    // A copy: the batch's bytes are restamped in place by an epoch bump, and a store may keep the object.
+    if (!p || p.baseSequence !== b.baseSequence || !sameBytes(p.bytes, b.bytes!)) {
+      this.tracked.set(b, { topic: b.tp.topic, partition: b.tp.partition, baseSequence: b.baseSequence, recordCount: b.recordCount, bytes: b.bytes!.slice() })
+    }
+  }
+
+  /** A batch taken over from the loaded checkpoint: it is in the store already. */
+  adopt(b: ProducerBatch): void {
+    this.track(b)
+    this.saved.set(b, stampKey(b))
+  }
+
+  isDurable(b: ProducerBatch): boolean { return this.saved.get(b) === stampKey(b) }
+
+  /** The batch settled (acknowledged, failed, split): it leaves the checkpoint at the next save. */
+  untrack(b: ProducerBatch): void {
+    if (!this.tracked.delete(b)) return
+    this.saved.delete(b)
+    if (this.frozen) return
+    this.persist().catch((e: unknown) => this.log.warn('checkpoint', 'checkpoint save failed after an acknowledgement; the next save retries', { error: String(e) }))
+  }
+
+  /** Resolves once a save that started after this call completed. */
+  persist(): Promise<void> {
+    if (this.queued) return this.queued
+    const q = this.running.then(() => {
+      this.queued = null
+      const run = this.saveNow()
+      this.running = run.then(noop, noop)
+      return run
+    })
+    this.queued = q
+    return q
+  }
+
+  private async saveNow(): Promise<void> {
+    const head = this.head()
+    const included: Array<[ProducerBatch, string]> = []
+    const perPartition = new Map<string, number>()
+    const pending: PendingBatch[] = [...this.legacy]
+    for (const [b, p] of this.tracked) {
+      this.track(b)
+      const key = `${b.tp.key}/${b.producerId}`
+      const n = (perPartition.get(key) ?? 0) + 1
+      perPartition.set(key, n)
+      // The broker recognises a resend only among the last NUM_BATCHES_TO_RETAIN batches of a
+      // partition; the sender never has more unacknowledged (canDrain), so more here is a bug.
+      if (n > NUM_BATCHES_TO_RETAIN) {
+        throw new CheckpointException(`more than ${NUM_BATCHES_TO_RETAIN} unacknowledged batches for ${b.tp.topic}-${b.tp.partition}: ` +
+          'a resumed producer could not have them deduplicated')
+      }
+      included.push([b, stampKey(b)])
+      pending.push(this.tracked.get(b) ?? p)
+    }
+    const cp: ProducerCheckpoint = {
+      v: 1, producerId: head.producerId.toString(), epoch: head.epoch, savedAt: this.clock.now(), nextSequence: head.nextSequence, pending,
+    }
+    if (this.ticket !== undefined) cp.ticket = this.ticket
+    try {
+      await this.store.save(cp)
+    } catch (e) {
+      throw markDelivery(new CheckpointException(`the checkpoint store refused the save (${(e as Error)?.message ?? String(e)}); ` +
+        'the batches it should hold were not sent. Fix the store; the producer retries with the next batches', { cause: e }), false)
+    }
+    for (const [b, k] of included) if (this.tracked.has(b)) this.saved.set(b, k)
+  }
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false
+  // Only the stamped header (offsets 17..61: crc, attributes, producer id, epoch, sequence) changes in place.
+  for (let i = 17; i < 61 && i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+const noop = (): void => {}
