@@ -121,12 +121,12 @@ describe('schema engine', () => {
       throttleTimeMs: 0,
       nodeEndpoints: [{ nodeId: 2, host: 'b2', port: 9093, rack: null }],
     }
-    const m = decodeResponse(Produce, 10, encodeResponse(Produce, 10, 1, body).subarray(4))
-    expect((m.responses as any)[0].partitionResponses[0].currentLeader).toEqual({ leaderId: 2, leaderEpoch: 7 })
+    const m = decodeResponse(Produce, 10, encodeResponse(Produce, 10, 1, body).subarray(4)) as ResponseBody<typeof Produce>
+    expect(m.responses[0]!.partitionResponses[0]!.currentLeader).toEqual({ leaderId: 2, leaderEpoch: 7 })
     expect(m.nodeEndpoints).toEqual([{ nodeId: 2, host: 'b2', port: 9093, rack: null }])
     // Before v10 the hint does not exist.
-    const m9 = decodeResponse(Produce, 9, encodeResponse(Produce, 9, 1, body).subarray(4))
-    expect((m9.responses as any)[0].partitionResponses[0].currentLeader).toBeNull()
+    const m9 = decodeResponse(Produce, 9, encodeResponse(Produce, 9, 1, body).subarray(4)) as ResponseBody<typeof Produce>
+    expect(m9.responses[0]!.partitionResponses[0]!.currentLeader).toBeNull()
   })
 
   it('request headers: client id is an int16 string even in header v2; tagged header fields are skipped', () => {
