@@ -8,7 +8,7 @@ import { setup } from '../helpers/txn-fake-coordinator.js'
 const tp0 = topicPartition('t', 0)
 const tp1 = topicPartition('t', 1)
 
-// Reference section 4: target -> allowed sources.
+// Java's TransactionManager.State transitions, written out here independently of the source: target -> allowed sources.
 const LEGAL: Record<TxnState, TxnState[]> = {
   UNINITIALIZED: ['READY', 'ABORTABLE_ERROR'],
   INITIALIZING: ['UNINITIALIZED', 'COMMITTING_TRANSACTION', 'ABORTING_TRANSACTION'],
