@@ -15,8 +15,9 @@ export default [
     // which load transactions, SASL/SCRAM and AWS_MSK_IAM eagerly (see CONTRIBUTING.md, "Size").
     // Until they load on demand this ceiling only stops growth (raised from 43.5 kB when the debug/logger
     // setting, the error policy and later producer fixes measured 43.8 kB; then to 47.3 kB for the
-    // resumable producer: checkpoint.ts, DescribeProducers and the resume path, about 3.4 kB gzip).
-    limit: '47.3 kB',
+    // resumable producer: checkpoint.ts, DescribeProducers and the resume path, about 3.4 kB gzip; then
+    // to 47.6 kB for the observer setting and the idempotence manager's checked transitions).
+    limit: '47.6 kB',
   },
   {
     name: 'analytics SDK JS (kafka-edge/browser: createAnalytics, producer included)',
@@ -25,7 +26,7 @@ export default [
     gzip: true,
     modifyEsbuildConfig: esm,
     // Issue #13 asks for 12 kB; the SDK's own code is about 3 kB of it, the rest is the producer above.
-    limit: '50.1 kB',
+    limit: '50.3 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',
