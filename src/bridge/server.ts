@@ -317,7 +317,7 @@ class Relay implements Bridge {
     socket.destroy()
   }
 
-  originAllowed(origin: string | undefined): boolean {
+  private originAllowed(origin: string | undefined): boolean {
     if (origin === undefined) return this.cfg.allowMissingOrigin
     return this.cfg.origins.includes('*') || this.cfg.origins.includes(origin)
   }
