@@ -161,7 +161,7 @@ class Relay implements Bridge {
       res.once('finish', () => { if (!req.socket.destroyed) this.armHeaderDeadline(req.socket) })
       void this.http(req, res)
     }
-    this.server = cfg.listenTls ? createTlsServer({ cert: cfg.listenTls.cert, key: cfg.listenTls.key }, onRequest) : createServer(onRequest)
+    this.server = cfg.listenTls ? createTlsServer({ cert: cfg.listenTls.cert, key: cfg.listenTls.key, handshakeTimeout: cfg.limits.upgradeTimeoutMs }, onRequest) : createServer(onRequest)
     // Node's own header timeout is checked every 30 s; ours is exact, this is only a backstop.
     this.server.headersTimeout = cfg.limits.upgradeTimeoutMs + 1000
     this.server.requestTimeout = Math.max(cfg.limits.upgradeTimeoutMs + 2000, 30_000)
