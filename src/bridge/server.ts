@@ -14,6 +14,7 @@ import { Destinations } from './destinations.js'
 import { Bucket, Logger, Metrics } from './metrics.js'
 import { Authenticator } from './authn.js'
 import { checkMessage, grantsFor, inspectRequest, type Grants, type RequestContext } from './policy.js'
+import { hasTopLevelTags } from './scan.js'
 import { ProducerIdBindings, TicketKeys, deriveTicketKey } from './tickets.js'
 import type { TokenClaims, TokenResult } from './token.js'
 import { UpstreamError, fetchBrokers, openUpstream } from './upstream.js'
@@ -782,6 +783,7 @@ class RelayConnection implements RequestContext {
     const api = apiByKey(p.apiKey)
     if (!api) return
     try {
+      if (api === Produce && !hasTopLevelTags(api, p.version, body)) return
       const msg = decodeResponse(api, p.version, body)
       if (api === Metadata) this.relay.destinations.learn(msg.brokers as Array<{ nodeId: number; host: string; port: number }>)
       else if (api === FindCoordinator) {
