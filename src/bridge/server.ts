@@ -26,7 +26,7 @@ export const BEARER_PREFIX = 'kafka-edge.bearer.'
 export const TICKETS_SUBPROTOCOL = 'kafka-edge.tickets.v1'
 /** A saved producer-id ticket presented at the upgrade: `kafka-edge.ticket.<ticket>`. */
 export const TICKET_PREFIX = 'kafka-edge.ticket.'
-/** Messages a part of a message may grow to before it needs a share of the relay-wide parse budget. */
+/** How large a message may grow while it arrives before it needs a share of the relay-wide parse budget. */
 const SMALL_MESSAGE = 256 * 1024
 
 export interface BridgeOptions {
@@ -210,7 +210,6 @@ class Relay implements Bridge {
       take(this.initPerIp, ip, this.cfg.limits.initProducerIdsPerMinutePerIp) === 0
   }
 
-  /** A connection's message has outgrown SMALL_MESSAGE: it may go on being read when a large slot is free. */
   /**
    * `n` more bytes of a large message arrived on `conn`. Returns false when the budget is spent:
    * the caller stops reading until grantLarge(). The last one being read always goes on, so the
@@ -467,7 +466,7 @@ class RelayConnection implements RequestContext {
   /** Producer ids this connection has verified (from the relay-wide bindings or a ticket); the last one is checked first. */
   private readonly ownedPids = new Set<bigint>()
   private lastPid: bigint | null = null
-  /** Parse budget: bytes received since the last whole message, and whether this message holds a large slot. */
+  /** Parse budget: bytes received since the last whole message. */
   private partial = 0
   /** This message is past SMALL_MESSAGE (counted in the relay's largeBytes); waiting = not read until the budget allows. */
   private large = false
@@ -535,7 +534,7 @@ class RelayConnection implements RequestContext {
     if (!this.relay.largeProgress(this, counted, first)) { this.waitingLarge = true; this.pause('budget') }
   }
 
-  /** Called by the relay when a large slot frees up for this waiting connection. */
+  /** Called by the relay when the budget has room again for this waiting connection. */
   grantLarge(): void {
     this.waitingLarge = false
     this.resume('budget')
