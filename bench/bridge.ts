@@ -20,26 +20,29 @@ import { FrameDecoder } from '../src/edge/protocol/frame-decoder.js'
 import { createTopic, ensureCluster, uniqueTopic, type Cluster } from '../test/helpers/kafka.js'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
 
-const SECRET = 'bench-secret-0123456789-abcdefghijklmnop'
+export const SECRET = 'bench-secret-0123456789-abcdefghijklmnop'
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 1_000_000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const VALUE_BYTES = 100
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 1000)
 const LAT_REQUESTS = 3000
 
-interface Relay { child: ChildProcess; url: string; http: string; pid: number }
+export interface Relay { child: ChildProcess; url: string; http: string; pid: number }
 
-async function startRelayProcess(cluster: Cluster): Promise<Relay> {
+/** The relay as operators run it: its own process, `bin/kafka-edge.js bridge --config`. */
+export async function startRelayProcess(cluster: Cluster, limits: Record<string, number> = {}): Promise<Relay> {
   const dir = mkdtempSync(join(tmpdir(), 'kafka-edge-bench-'))
   const config = join(dir, 'bridge.json')
   writeFileSync(config, JSON.stringify({
     listen: '127.0.0.1:0', brokers: [cluster.saslBootstrap],
     sasl: { mechanism: 'SCRAM-SHA-512', username: 'relay', passwordEnv: 'BENCH_SASL_PASSWORD' },
     auth: { secretEnv: 'KAFKA_EDGE_BRIDGE_SECRET', audience: 'bench' },
-    limits: { connectionsPerIp: 10_000, connectionsPerPrincipal: 10_000, framesPerSec: 0, bytesPerSec: 0, principalFramesPerSec: 0, principalBytesPerSec: 0 },
+    limits: { connectionsPerIp: 10_000, connectionsPerPrincipal: 10_000, framesPerSec: 0, bytesPerSec: 0, principalFramesPerSec: 0, principalBytesPerSec: 0, initProducerIdsPerMinutePerIp: 0, ...limits },
     log: { level: 'info' },
   }))
-  const child = spawn(process.execPath, ['bin/kafka-edge.js', 'bridge', '--config', config], {
+  // BENCH_RELAY_PROFILE=<dir>: the relay writes a V8 CPU profile there when it exits.
+  const profile = process.env.BENCH_RELAY_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_RELAY_PROFILE] : []
+  const child = spawn(process.execPath, [...profile, 'bin/kafka-edge.js', 'bridge', '--config', config], {
     env: { ...process.env, KAFKA_EDGE_BRIDGE_SECRET: SECRET, BENCH_SASL_PASSWORD: 'relay-secret' },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
@@ -59,7 +62,7 @@ async function startRelayProcess(cluster: Cluster): Promise<Relay> {
 }
 
 /** user+system CPU of a process in ms (Linux /proc; 100 ticks/s). */
-function cpuMs(pid: number): number {
+export function cpuMs(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
   return (Number(f[11]) + Number(f[12])) * 10
 }
@@ -206,7 +209,7 @@ export default async function bridge(): Promise<void> {
     printTable(results, 'kafka-edge-direct')
     const file = writeReport(report('bridge', {
       records: RECORDS, rounds: ROUNDS, kept: 'best records/s round per path; relay CPU summed over all relay rounds',
-      fullSpeed: 'the produce suite\'s kafka-edge child under Node 22 (bench/peers): 100-byte random A-Z values, acks=all, enable.idempotence=true, compression lz4, linger.ms 5, one send() per record; the relay path uses websocket() over the ws package',
+      fullSpeed: 'the produce suite\'s kafka-edge child under Node 22 (bench/peers): 100-byte random A-Z values, acks=all, enable.idempotence=true, compression lz4, linger.ms 5, one send() per record; the relay path uses websocket() over the ws package, with bufferutil (native masking) installed as for the relay',
       relayCpuPerMB: 'relay process user+system CPU during the relay runs / kafka_edge_bridge_bytes_total over them (bytes on the WebSocket side, lz4-compressed batches)',
       latencyRequests: LAT_REQUESTS, latencyApi: 'Metadata v12 (1 topic), sequential',
       loadConnections: CONNECTIONS, relay: 'separate process, SCRAM-SHA-512 to the SASL listener; direct = PLAINTEXT listener of the same broker',

@@ -29,7 +29,7 @@
 //   BENCH_CPU_PROF=1 npm run bench -- produce      (a kafka-edge child under node --cpu-prof at the end)
 import { spawn, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { PerformanceObserver } from 'node:perf_hooks'
 import { dirname, join } from 'node:path'
@@ -214,6 +214,8 @@ export function compileChild(): string {
   const childJs = join(dist, 'bench', 'produce.js')
   if (!existsSync(childJs) || !existsSync(join(dist, 'src', 'edge', 'node.js'))) throw new Error(`tsc emitted no bench child:\n${tsc.stdout}${tsc.stderr}`)
   if (tsc.status !== 0) console.log(`NOTE: tsc reported type errors (emitted anyway):\n${tsc.stdout.split('\n').slice(0, 5).join('\n')}`)
+  // The core loads from ../../../build/core.wasm relative to src/edge/wasm, as in the package.
+  cpSync(join(ROOT, 'build'), join(dist, 'build'), { recursive: true, filter: (f) => !f.includes('codecs-test') })
   process.on('exit', () => rmSync(dist, { recursive: true, force: true }))
   return childJs
 }

@@ -7,8 +7,11 @@ const USAGE = `usage:
   kafka-edge bridge --listen HOST:PORT --brokers HOST:PORT[,...] [--config FILE.json]
                     [--sasl-mechanism PLAIN|SCRAM-SHA-256|SCRAM-SHA-512 --sasl-username USER]
                     [--origins https://a.example,...] [--audience AUD] [--log-level info]
+                    [--tls-cert cert.pem --tls-key key.pem] (wss:// on the relay's own listener)
+                    [--jwks-url https://idp.example/.well-known/jwks.json | --jwks-file jwks.json] (RS256/ES256/EdDSA tokens)
       secrets come from the environment: KAFKA_EDGE_BRIDGE_SECRET (token HMAC key, >= 32 chars),
-      KAFKA_EDGE_BRIDGE_SASL_PASSWORD (broker password), or from the config file (auth.secretEnv, sasl.passwordEnv)
+      KAFKA_EDGE_BRIDGE_SASL_PASSWORD (broker password), KAFKA_EDGE_BRIDGE_TICKET_SECRET (producer-id ticket key,
+      shared by every instance; defaults to one derived from the token secret), or from the config file
       TLS to the brokers ("tls"), OAUTHBEARER and AWS_MSK_IAM are set in the config file (src/bridge/README.md)
   kafka-edge token --sub NAME [--topics a,b*] [--transactional-ids x*] [--groups g] [--ttl SECONDS] [--audience AUD]
       prints an HS256 token signed with KAFKA_EDGE_BRIDGE_SECRET`
@@ -51,7 +54,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
 }
 
 async function bridge(f: Map<string, string>, env: NodeJS.ProcessEnv): Promise<number> {
-  const known = new Set(['config', 'listen', 'brokers', 'sasl-mechanism', 'sasl-username', 'origins', 'audience', 'log-level', 'path'])
+  const known = new Set(['config', 'listen', 'brokers', 'sasl-mechanism', 'sasl-username', 'origins', 'audience', 'log-level', 'path', 'tls-cert', 'tls-key', 'jwks-url', 'jwks-file'])
   for (const k of f.keys()) if (!known.has(k)) throw new BridgeConfigError(`unknown flag --${k}`)
   const input: Record<string, unknown> = f.has('config') ? loadConfigFile(f.get('config')!) : {}
   if (f.has('listen')) input.listen = f.get('listen')
@@ -61,8 +64,17 @@ async function bridge(f: Map<string, string>, env: NodeJS.ProcessEnv): Promise<n
   if (f.has('sasl-username')) {
     input.sasl = { mechanism: f.get('sasl-mechanism') ?? 'SCRAM-SHA-512', username: f.get('sasl-username'), passwordEnv: 'KAFKA_EDGE_BRIDGE_SASL_PASSWORD' }
   }
+  if (f.has('tls-cert') || f.has('tls-key')) {
+    if (!f.has('tls-cert') || !f.has('tls-key')) throw new BridgeConfigError('--tls-cert and --tls-key go together')
+    input.listenTls = { certFile: f.get('tls-cert'), keyFile: f.get('tls-key') }
+  }
   const auth = { ...(input.auth as Record<string, unknown> | undefined) }
-  if (auth.secret === undefined && auth.secretEnv === undefined && auth.secrets === undefined) auth.secretEnv = 'KAFKA_EDGE_BRIDGE_SECRET'
+  if (f.has('jwks-url')) auth.jwksUrl = f.get('jwks-url')
+  if (f.has('jwks-file')) auth.jwksFile = f.get('jwks-file')
+  const jwks = auth.jwksUrl !== undefined || auth.jwksFile !== undefined
+  // With a JWKS, HS256 is on only when its secret is in the environment.
+  if (auth.secret === undefined && auth.secretEnv === undefined && auth.secrets === undefined && (!jwks || env.KAFKA_EDGE_BRIDGE_SECRET !== undefined)) auth.secretEnv = 'KAFKA_EDGE_BRIDGE_SECRET'
+  if (auth.ticketSecret === undefined && auth.ticketSecretEnv === undefined && auth.ticketSecrets === undefined && env.KAFKA_EDGE_BRIDGE_TICKET_SECRET !== undefined) auth.ticketSecretEnv = 'KAFKA_EDGE_BRIDGE_TICKET_SECRET'
   if (f.has('audience')) auth.audience = f.get('audience')
   input.auth = auth
   if (f.has('log-level')) input.log = { ...(input.log as object | undefined), level: f.get('log-level') }

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { createSecureContext } from 'node:tls'
 import { oauthBearer } from '../edge/auth/sasl.js'
+import { ASYMMETRIC_ALGS } from './authn.js'
 import { jwtExpiry } from './credentials.js'
 
 export interface HostPort { host: string; port: number }
@@ -21,7 +22,7 @@ export type SaslConfig =
   /** Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN in `env`, read per connection. */
   | { mechanism: 'AWS_MSK_IAM'; region: string; env: NodeJS.ProcessEnv }
 
-/** TLS to the brokers (the relay's own listener is plain HTTP: terminate TLS for clients in front of it). */
+/** TLS to the brokers (the relay's own listener is `listenTls`). */
 export interface UpstreamTlsConfig {
   /** PEM text, read from the *File paths at start-up. Unset ca: Node's default trust store. */
   ca?: string
@@ -51,7 +52,24 @@ export interface BridgeConfig {
     clockSkewSec: number
     /** Accept `?token=` besides the Sec-WebSocket-Protocol header. */
     allowQueryToken: boolean
+    /** RS256/ES256/EdDSA tokens from an identity provider: its JWKS as a URL or a file. */
+    jwksUrl?: string
+    jwksFile?: string
+    /** Asymmetric algorithms accepted with the JWKS. */
+    algorithms: string[]
+    jwksCacheMaxAgeMs: number
+    /** Least time between two JWKS fetches triggered by an unknown kid. */
+    jwksCooldownMs: number
+    /**
+     * HMAC keys of producer-id tickets (the first signs, all verify). Every instance behind one load
+     * balancer needs the same keys; derived from the first HS256 secret when unset.
+     */
+    ticketSecrets: string[]
+    /** How long a producer-id ticket stays valid (default 7 days: Kafka's transactional.id.expiration.ms). */
+    ticketTtlSec: number
   }
+  /** TLS on the relay's own listener (wss:// without a proxy in front); PEM text read at start-up. */
+  listenTls: { cert: string; key: string } | null
   /** Allowed Origin values; `*` allows any. */
   origins: string[]
   /** Clients that send no Origin (Workers, servers) are not browsers; CSWSH needs a browser. */
@@ -82,6 +100,18 @@ export interface BridgeConfig {
     drainTimeoutMs: number
     /** How often a miss on an unknown broker may trigger a metadata refresh via the bootstrap servers. */
     metadataRefreshMinIntervalMs: number
+    /** Topic names, transactional ids, groups and coordinator keys one request may carry. */
+    maxNamesPerRequest: number
+    /**
+     * Bytes of partly received messages the whole relay holds at once. A message past 256 KiB needs
+     * a share of it; connections that cannot get one stop being read until one is free.
+     */
+    parseBudgetBytes: number
+    /** InitProducerId calls per minute (burst = the same number) for one principal / one client address. */
+    initProducerIdsPerMinutePerPrincipal: number
+    initProducerIdsPerMinutePerIp: number
+    /** Producer-id bindings kept in memory (oldest forgotten first; a client's ticket restores one). */
+    maxBoundProducerIds: number
   }
   faults: {
     enabled: boolean
@@ -97,7 +127,7 @@ export interface BridgeConfig {
 
 export const DEFAULTS = {
   path: '/kafka',
-  auth: { audience: 'kafka-edge', clockSkewSec: 30, allowQueryToken: true },
+  auth: { audience: 'kafka-edge', clockSkewSec: 30, allowQueryToken: true, algorithms: ['RS256', 'ES256', 'EdDSA'], jwksCacheMaxAgeMs: 600_000, jwksCooldownMs: 30_000, ticketTtlSec: 7 * 86_400 },
   origins: [] as string[],
   allowMissingOrigin: true,
   limits: {
@@ -119,6 +149,11 @@ export const DEFAULTS = {
     highWaterBytes: 4 * 1024 * 1024,
     drainTimeoutMs: 10_000,
     metadataRefreshMinIntervalMs: 1000,
+    maxNamesPerRequest: 10_000,
+    parseBudgetBytes: 32 * 1024 * 1024,
+    initProducerIdsPerMinutePerPrincipal: 60,
+    initProducerIdsPerMinutePerIp: 600,
+    maxBoundProducerIds: 1_000_000,
   },
   faults: { enabled: false, dropProduceResponseEvery: 0, delayMs: 0, closeOnFrame: 0 },
   log: { level: 'info' as const },
@@ -186,7 +221,27 @@ export function resolveConfig(input: Json, env: NodeJS.ProcessEnv = process.env)
   const one = secret(a, 'secret', env, 'auth.')
   if (one !== undefined) secrets.unshift(one)
   if (typeof a.secretsEnv === 'string') secrets.push(...list(env[a.secretsEnv] ?? '', 'auth.secretsEnv'))
-  if (secrets.length === 0) throw new BridgeConfigError('auth.secret (or auth.secretEnv) is required: the relay never runs without token checks')
+  const jwksUrl = a.jwksUrl === undefined ? undefined : String(a.jwksUrl)
+  const jwksFile = a.jwksFile === undefined ? undefined : String(a.jwksFile)
+  if (jwksUrl !== undefined && jwksFile !== undefined) throw new BridgeConfigError('set auth.jwksUrl or auth.jwksFile, not both')
+  if (jwksUrl !== undefined) {
+    let u: URL
+    try { u = new URL(jwksUrl) } catch { throw new BridgeConfigError(`auth.jwksUrl must be a URL, got ${JSON.stringify(jwksUrl)}`) }
+    const loopback = u.hostname === 'localhost' || u.hostname === '127.0.0.1' || u.hostname === '[::1]'
+    if (u.protocol !== 'https:' && !(u.protocol === 'http:' && loopback)) throw new BridgeConfigError('auth.jwksUrl must be https:// (http:// is accepted for localhost only)')
+  }
+  if (jwksFile !== undefined) {
+    let parsed: unknown
+    try { parsed = JSON.parse(readFileSync(jwksFile, 'utf8')) } catch (e) { throw new BridgeConfigError(`cannot read auth.jwksFile ${jwksFile}: ${(e as Error).message}`) }
+    if (!parsed || typeof parsed !== 'object' || !Array.isArray((parsed as { keys?: unknown }).keys)) throw new BridgeConfigError(`auth.jwksFile ${jwksFile} is not a JWKS ({ "keys": [...] })`)
+  }
+  const algorithms = list(a.algorithms, 'auth.algorithms')
+  for (const alg of algorithms) if (!ASYMMETRIC_ALGS.includes(alg as typeof ASYMMETRIC_ALGS[number])) throw new BridgeConfigError(`auth.algorithms: ${alg} is not one of ${ASYMMETRIC_ALGS.join(', ')} (HS256 is always accepted with auth.secret)`)
+  if (secrets.length === 0 && jwksUrl === undefined && jwksFile === undefined) throw new BridgeConfigError('auth.secret (or auth.secretEnv), auth.jwksUrl or auth.jwksFile is required: the relay never runs without token checks')
+  const ticketSecrets = list(a.ticketSecrets, 'auth.ticketSecrets')
+  const oneTicket = secret(a, 'ticketSecret', env, 'auth.')
+  if (oneTicket !== undefined) ticketSecrets.unshift(oneTicket)
+  if (ticketSecrets.some((s) => s.length < 32)) throw new BridgeConfigError('auth.ticketSecret(s) must be at least 32 characters')
   if (secrets.some((s) => s.length < 32)) throw new BridgeConfigError('auth secrets must be at least 32 characters (HS256 keys shorter than the hash are guessable)')
 
   const l = obj(input.limits, 'limits')
@@ -206,6 +261,7 @@ export function resolveConfig(input: Json, env: NodeJS.ProcessEnv = process.env)
   const level = String(lg.level ?? DEFAULTS.log.level)
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(level)) throw new BridgeConfigError(`log.level must be debug, info, warn, error or silent`)
 
+  const listenTls = input.listenTls === undefined ? null : parseListenTls(obj(input.listenTls, 'listenTls'))
   const path = String(input.path ?? DEFAULTS.path)
   if (!path.startsWith('/')) throw new BridgeConfigError('path must start with /')
   return {
@@ -215,12 +271,33 @@ export function resolveConfig(input: Json, env: NodeJS.ProcessEnv = process.env)
       issuer: a.issuer === undefined ? undefined : String(a.issuer),
       clockSkewSec: num(a.clockSkewSec, DEFAULTS.auth.clockSkewSec, 'auth.clockSkewSec'),
       allowQueryToken: a.allowQueryToken === undefined ? DEFAULTS.auth.allowQueryToken : a.allowQueryToken === true,
+      ...(jwksUrl !== undefined && { jwksUrl }), ...(jwksFile !== undefined && { jwksFile }),
+      algorithms: algorithms.length > 0 ? algorithms : DEFAULTS.auth.algorithms,
+      jwksCacheMaxAgeMs: num(a.jwksCacheMaxAgeMs, DEFAULTS.auth.jwksCacheMaxAgeMs, 'auth.jwksCacheMaxAgeMs'),
+      jwksCooldownMs: num(a.jwksCooldownMs, DEFAULTS.auth.jwksCooldownMs, 'auth.jwksCooldownMs'),
+      ticketSecrets,
+      ticketTtlSec: num(a.ticketTtlSec, DEFAULTS.auth.ticketTtlSec, 'auth.ticketTtlSec'),
     },
+    listenTls,
     origins: list(input.origins, 'origins'),
     allowMissingOrigin: input.allowMissingOrigin === undefined ? DEFAULTS.allowMissingOrigin : input.allowMissingOrigin === true,
     limits, faults,
     log: { level: level as BridgeConfig['log']['level'] },
   }
+}
+
+/** The relay's own certificate: files (certFile/keyFile) or PEM text, checked to belong together. */
+function parseListenTls(t: Json): { cert: string; key: string } {
+  for (const k of Object.keys(t)) if (!['cert', 'certFile', 'key', 'keyFile'].includes(k)) throw new BridgeConfigError(`unknown setting listenTls.${k} (known: cert, certFile, key, keyFile)`)
+  const cert = pemSetting(t, 'cert', 'listenTls')
+  const key = pemSetting(t, 'key', 'listenTls')
+  if (cert === undefined || key === undefined) throw new BridgeConfigError('listenTls needs a certificate and its key (--tls-cert and --tls-key, or listenTls.certFile and listenTls.keyFile)')
+  let x509: X509Certificate
+  try { x509 = new X509Certificate(cert) } catch (e) { throw new BridgeConfigError(`listenTls certificate is not readable: ${(e as Error).message}`) }
+  let privateKey: ReturnType<typeof createPrivateKey>
+  try { privateKey = createPrivateKey(key) } catch (e) { throw new BridgeConfigError(`listenTls key is not an unencrypted PEM private key: ${(e as Error).message}`) }
+  if (!x509.checkPrivateKey(privateKey)) throw new BridgeConfigError('listenTls key is not the private key of the certificate')
+  return { cert, key }
 }
 
 const TLS_KEYS = ['ca', 'caFile', 'cert', 'certFile', 'key', 'keyFile', 'servername', 'verifyHostname']
@@ -229,21 +306,21 @@ const TLS_KEYS = ['ca', 'caFile', 'cert', 'certFile', 'key', 'keyFile', 'servern
  * One PEM setting given as text (`ca`) or as a file path (`caFile`). Files are read once here: a
  * missing file must stop the relay at start-up, not fail every client later.
  */
-function pemSetting(t: Json, key: 'ca' | 'cert' | 'key'): string | undefined {
+function pemSetting(t: Json, key: 'ca' | 'cert' | 'key', section = 'tls'): string | undefined {
   const fileKey = `${key}File`
   const text = t[key]
   const file = t[fileKey]
-  if (text !== undefined && file !== undefined) throw new BridgeConfigError(`set tls.${key} (PEM text) or tls.${fileKey} (a path), not both`)
+  if (text !== undefined && file !== undefined) throw new BridgeConfigError(`set ${section}.${key} (PEM text) or ${section}.${fileKey} (a path), not both`)
   if (file !== undefined) {
-    if (typeof file !== 'string' || file === '') throw new BridgeConfigError(`tls.${fileKey} must be a file path`)
+    if (typeof file !== 'string' || file === '') throw new BridgeConfigError(`${section}.${fileKey} must be a file path`)
     let pem: string
-    try { pem = readFileSync(file, 'utf8') } catch (e) { throw new BridgeConfigError(`cannot read tls.${fileKey} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`) }
-    if (!pem.includes('-----BEGIN ')) throw new BridgeConfigError(`tls.${fileKey} ${file} is not PEM (no -----BEGIN line)`)
+    try { pem = readFileSync(file, 'utf8') } catch (e) { throw new BridgeConfigError(`cannot read ${section}.${fileKey} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`) }
+    if (!pem.includes('-----BEGIN ')) throw new BridgeConfigError(`${section}.${fileKey} ${file} is not PEM (no -----BEGIN line)`)
     return pem
   }
   if (text === undefined) return undefined
-  if (typeof text !== 'string') throw new BridgeConfigError(`tls.${key} must be PEM text`)
-  if (!text.includes('-----BEGIN ')) throw new BridgeConfigError(`tls.${key} must be PEM text (-----BEGIN ...); to give a path, use tls.${fileKey}`)
+  if (typeof text !== 'string') throw new BridgeConfigError(`${section}.${key} must be PEM text`)
+  if (!text.includes('-----BEGIN ')) throw new BridgeConfigError(`${section}.${key} must be PEM text (-----BEGIN ...); to give a path, use ${section}.${fileKey}`)
   return text
 }
 

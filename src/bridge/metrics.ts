@@ -28,9 +28,20 @@ export class Metrics {
     this.describe('kafka_edge_bridge_faults_total', 'Faults injected (tests only: faults.enabled and KAFKA_EDGE_BRIDGE_FAULTS=1)', 'counter')
     this.describe('kafka_edge_bridge_learned_brokers', 'Broker endpoints learned from responses', 'gauge')
     this.describe('kafka_edge_bridge_process_resident_memory_bytes', 'Relay RSS', 'gauge')
+    this.describe('kafka_edge_bridge_producer_ids_bound', 'Producer ids bound to a principal in this instance', 'gauge')
+    this.describe('kafka_edge_bridge_producer_id_tickets_total', 'Producer-id tickets issued, accepted (presented and valid) and refused', 'counter')
+    this.describe('kafka_edge_bridge_parse_budget_waiting', 'Connections not read because the relay-wide parse budget is spent', 'gauge')
+    this.describe('kafka_edge_bridge_parse_budget_waits_total', 'Times a connection waited for a share of the parse budget', 'counter')
+    this.describe('kafka_edge_bridge_parse_budget_bytes', 'Bytes of partly received messages held under the parse budget', 'gauge')
   }
 
   private describe(name: string, text: string, type: 'counter' | 'gauge' | 'histogram'): void { this.help.set(name, [text, type]) }
+
+  /** A counter with fixed labels, its key built once: for per-frame counting. */
+  counter(name: string, labels?: Labels): (by?: number) => void {
+    const k = key(name, labels)
+    return (by = 1) => { this.counters.set(k, (this.counters.get(k) ?? 0) + by) }
+  }
 
   inc(name: string, labels?: Labels, by = 1): void {
     const k = key(name, labels)
@@ -42,7 +53,16 @@ export class Metrics {
   gauge(name: string, read: () => number): void { this.gauges.set(name, read) }
 
   observe(name: string, labels: Labels, seconds: number): void {
+    this.observeKey(key(name, labels), seconds)
+  }
+
+  /** A histogram with fixed labels, its key built once. */
+  histogram(name: string, labels: Labels): (seconds: number) => void {
     const k = key(name, labels)
+    return (seconds) => this.observeKey(k, seconds)
+  }
+
+  private observeKey(k: string, seconds: number): void {
     let h = this.histograms.get(k)
     if (!h) { h = { buckets: new Array<number>(LATENCY_BUCKETS.length).fill(0), sum: 0, count: 0 }; this.histograms.set(k, h) }
     for (let i = 0; i < LATENCY_BUCKETS.length; i++) if (seconds <= LATENCY_BUCKETS[i]!) h.buckets[i]!++
@@ -95,6 +115,11 @@ export class Bucket {
   private tokens: number
   private last = performance.now()
   constructor(private readonly rate: number, private readonly burst = rate) { this.tokens = burst }
+  /** Refilled to its burst: holding it is the same as holding none. */
+  full(): boolean {
+    return this.tokens + ((performance.now() - this.last) * this.rate) / 1000 >= this.burst
+  }
+
   take(n: number): number {
     if (this.rate <= 0) return 0
     const now = performance.now()

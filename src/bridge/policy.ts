@@ -1,8 +1,10 @@
+import { isUtf8 } from 'node:buffer'
 import {
   AddOffsetsToTxn, AddPartitionsToTxn, API_NAMES, ApiVersions, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce,
-  Reader, TxnOffsetCommit, decodeRequestBody, decodeRequestHeader, type ApiSchema, type Message,
+  Reader, TxnOffsetCommit, type ApiSchema,
 } from '../edge/protocol/index.js'
 import { CloseCode } from './codes.js'
+import { ScanRefusal, scanRequest, type RequestFacts } from './scan.js'
 import { compilePatterns, type TokenClaims } from './token.js'
 
 /** What the token lets a connection do, compiled once per connection. */
@@ -16,9 +18,22 @@ export interface Grants {
 export function grantsFor(claims: TokenClaims): Grants {
   return {
     principal: claims.sub,
-    topic: compilePatterns(claims.topics),
+    topic: remembered(compilePatterns(claims.topics)),
     transactionalId: compilePatterns(claims.transactional_ids),
     group: compilePatterns(claims.groups),
+  }
+}
+
+/** A connection names the same few topics in every Produce: decide each once (bounded, so names cannot grow it). */
+function remembered(match: (name: string) => boolean): (name: string) => boolean {
+  const seen = new Map<string, boolean>()
+  return (name) => {
+    let v = seen.get(name)
+    if (v === undefined) {
+      v = match(name)
+      if (seen.size < 256) seen.set(name, v)
+    }
+    return v
   }
 }
 
@@ -34,6 +49,8 @@ export type Verdict =
     learn: boolean
     /** The relay rewrote bytes of the frame in place (Metadata auto-creation flag). */
     rewritten?: boolean
+    /** An InitProducerId: its answer binds a producer id to the principal. */
+    initProducerId?: { transactionalId: string | null }
   }
   | { ok: false; code: number; reason: string; metric: string }
 
@@ -62,8 +79,22 @@ export function checkMessage(data: Uint8Array): string | null {
   return null
 }
 
+/**
+ * What a request is checked against besides the token's grants. The WebSocket connection and any
+ * other entry point into the relay (an HTTP route taking a pre-encoded request) supply the same
+ * context, so there is one policy.
+ */
+export interface RequestContext {
+  grants: Grants
+  /** Whether this producer id was issued to (or presented with a ticket by) this principal. */
+  ownsProducerId(pid: bigint): boolean
+  /** Takes one InitProducerId from the principal's and the address's allowance; false when spent. */
+  admitInitProducerId(): boolean
+  maxNamesPerRequest: number
+}
+
 /** Inspects one request frame body (size prefix removed). Never throws; may rewrite `body` in place. */
-export function inspectRequest(body: Uint8Array, grants: Grants): Verdict {
+export function inspectRequest(body: Uint8Array, ctx: RequestContext): Verdict {
   if (body.length < 8) return refuse(CloseCode.BAD_FRAME, 'request shorter than a request header', 'bad_frame')
   const apiKey = (body[0]! << 8 | body[1]!) << 16 >> 16
   const apiVersion = (body[2]! << 8 | body[3]!) << 16 >> 16
@@ -74,79 +105,64 @@ export function inspectRequest(body: Uint8Array, grants: Grants): Verdict {
     return forbidden(`${api.name} v${apiVersion} is outside the relay's checked range ${api.minVersion}-${api.maxVersion}`, 'api_version')
   }
   if (apiVersion < 0) return refuse(CloseCode.BAD_FRAME, 'negative API version', 'bad_frame')
-  let header: ReturnType<typeof decodeRequestHeader>
-  let msg: Message = {}
+  let correlationId: number
+  let facts: RequestFacts | null = null
   try {
-    header = decodeRequestHeader(body)
-    if (api !== ApiVersions) msg = decodeRequestBody(api, apiVersion, body, header.bodyOffset)
+    // The header is read, not decoded: the client id is only skipped (it is checked by no rule).
+    const r = new Reader(body, 4)
+    correlationId = r.int32()
+    const clientIdLength = r.int16()
+    if (clientIdLength < -1) return refuse(CloseCode.BAD_FRAME, 'negative client id length', 'bad_frame')
+    if (clientIdLength > 0 && !isUtf8(r.raw(clientIdLength, 'client id'))) return refuse(CloseCode.BAD_FRAME, 'client id is not valid UTF-8', 'bad_frame')
+    if (apiVersion >= api.flexibleFrom) {
+      const tags = r.uvarint()
+      for (let i = 0; i < tags; i++) { r.uvarint(); r.raw(r.uvarint(), 'tagged header field') }
+    }
+    if (api !== ApiVersions) facts = scanRequest(api, apiVersion, body, r.pos, ctx.maxNamesPerRequest)
   } catch (e) {
+    if (e instanceof ScanRefusal) {
+      // Names Kafka would refuse are refused before anything else is looked at.
+      if (e.kind === 'invalid_name') return refuse(CloseCode.INVALID_NAME, e.message, 'invalid_name')
+      return refuse(CloseCode.BAD_FRAME, e.message, e.kind)
+    }
     return refuse(CloseCode.BAD_FRAME, `${api.name} request does not parse`, 'bad_frame')
   }
-  const base = { ok: true as const, apiKey, apiVersion, correlationId: header.correlationId, expectResponse: true, learn: false }
-  const txn = (id: unknown): Verdict | null =>
-    typeof id === 'string' && !grants.transactionalId(id) ? forbidden(`transactional id ${clip(id)} is not allowed`, 'transactional_id') : null
-  const group = (id: unknown): Verdict | null =>
-    typeof id === 'string' && !grants.group(id) ? forbidden(`group ${clip(id)} is not allowed`, 'group') : null
-  const topics = (names: Iterable<unknown>): Verdict | null => {
-    for (const n of names) if (typeof n !== 'string' || !grants.topic(n)) return forbidden(`topic ${clip(String(n))} is not allowed`, 'topic')
-    return null
+  const base = { ok: true as const, apiKey, apiVersion, correlationId, expectResponse: true, learn: false }
+  if (!facts) return base
+  const { grants } = ctx
+  for (const id of facts.transactionalIds) if (!grants.transactionalId(id)) return forbidden(`transactional id ${clip(id)} is not allowed`, 'transactional_id')
+  for (const g of facts.groups) if (!grants.group(g)) return forbidden(`group ${clip(g)} is not allowed`, 'group')
+  if (facts.allTopics) return forbidden('Metadata for all topics is not allowed; name the topics', 'topic')
+  if (facts.byTopicId) return forbidden('lookups by topic id are not allowed; name the topics', 'topic_id')
+  for (const t of facts.topics) if (!grants.topic(t)) return forbidden(`topic ${clip(t)} is not allowed`, 'topic')
+  for (const pid of facts.producerIds) {
+    if (!ctx.ownsProducerId(pid)) return refuse(CloseCode.FOREIGN_PRODUCER_ID, `producer id ${pid} was not issued to this principal`, 'foreign_producer_id')
   }
 
   switch (apiKey) {
-    case ApiVersions.key:
-      return base
-    case Produce.key: {
-      const data = msg.topicData as Array<{ name: string }>
-      const v = txn(msg.transactionalId) ?? topics(data.map((t) => t.name))
-      if (v) return v
+    case Produce.key:
       // Produce v10+ may name new leaders' endpoints (KIP-951); the client will ask for them next.
-      return { ...base, expectResponse: msg.acks !== 0, learn: apiVersion >= 10 }
-    }
-    case Metadata.key: {
-      const list = msg.topics as Array<{ name: string | null }> | null
-      if (list === null) return forbidden('Metadata for all topics is not allowed; name the topics', 'topic')
-      const v = topics(list.map((t) => t.name))
-      if (v) return v
-      if (msg.allowAutoTopicCreation === true) {
+      return { ...base, expectResponse: facts.acks !== 0, learn: apiVersion >= 10 }
+    case Metadata.key:
+      if (facts.autoCreateAt >= 0) {
         // Never let a name typed in a browser create a topic: clear the flag in the frame itself
         // (the buffer is the relay's own copy of the message).
-        body[metadataAutoCreateOffset(body, header.bodyOffset, apiVersion)] = 0
+        body[facts.autoCreateAt] = 0
         return { ...base, learn: true, rewritten: true }
       }
       return { ...base, learn: true }
-    }
     case FindCoordinator.key: {
-      const keys = apiVersion >= 4 ? (msg.coordinatorKeys as string[]) : [msg.key as string]
-      const check = msg.keyType === 1 ? txn : msg.keyType === 0 ? group : null
-      if (!check) return forbidden(`FindCoordinator key type ${String(msg.keyType)} is not allowed`, 'api')
-      for (const k of keys) { const v = check(k); if (v) return v }
+      const txn = facts.keyType === 1
+      if (!txn && facts.keyType !== 0) return forbidden(`FindCoordinator key type ${facts.keyType} is not allowed`, 'api')
+      for (const k of facts.coordinatorKeys) {
+        if (!(txn ? grants.transactionalId(k) : grants.group(k))) return forbidden(`${txn ? 'transactional id' : 'group'} ${clip(k)} is not allowed`, txn ? 'transactional_id' : 'group')
+      }
       return { ...base, learn: true }
     }
     case InitProducerId.key:
-      return txn(msg.transactionalId) ?? base
-    case AddPartitionsToTxn.key:
-      return txn(msg.transactionalId) ?? topics((msg.topics as Array<{ name: string }>).map((t) => t.name)) ?? base
-    case AddOffsetsToTxn.key:
-    case TxnOffsetCommit.key:
-      return txn(msg.transactionalId) ?? group(msg.groupId) ?? base
-    case EndTxn.key:
-      return txn(msg.transactionalId) ?? base
+      if (!ctx.admitInitProducerId()) return refuse(CloseCode.PRODUCER_ID_RATE_LIMITED, 'too many InitProducerId calls: reuse the producer (or its saved producer-id ticket)', 'init_producer_id_rate')
+      return { ...base, initProducerId: { transactionalId: facts.transactionalIds[0] ?? null } }
+    default:
+      return base
   }
-  return forbidden(`API ${apiKey} is not allowed`, 'api')
-}
-
-/** Offset of the AllowAutoTopicCreation byte: right after the topics array. */
-function metadataAutoCreateOffset(body: Uint8Array, bodyOffset: number, version: number): number {
-  const flexible = version >= Metadata.flexibleFrom
-  const r = new Reader(body, bodyOffset)
-  const n = r.arrayLength(flexible, 1)
-  for (let i = 0; i < n; i++) {
-    if (version >= 10) r.raw(16, 'uuid')
-    r.string(flexible)
-    if (flexible) {
-      const tags = r.uvarint()
-      for (let t = 0; t < tags; t++) { r.uvarint(); r.raw(r.uvarint()) }
-    }
-  }
-  return r.pos
 }

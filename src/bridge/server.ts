@@ -1,22 +1,33 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer as createTlsServer } from 'node:https'
+import { randomBytes } from 'node:crypto'
 import { connect as tcpConnect, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { Hono } from 'hono'
 import { WebSocketServer, type WebSocket } from 'ws'
-import { API_NAMES, FindCoordinator, Metadata, Produce, apiByKey, decodeResponse } from '../edge/protocol/index.js'
+import { API_NAMES, FindCoordinator, InitProducerId, Metadata, Produce, apiByKey, decodeResponse } from '../edge/protocol/index.js'
 import type { FrameDecoder } from '../edge/protocol/frame-decoder.js'
 import { SslAuthenticationException } from '../edge/errors.js'
 import { CloseCode } from './codes.js'
 import { hostPortKey, type BridgeConfig, type HostPort } from './config.js'
 import { Destinations } from './destinations.js'
 import { Bucket, Logger, Metrics } from './metrics.js'
-import { checkMessage, grantsFor, inspectRequest, type Grants } from './policy.js'
-import { verifyToken, type TokenClaims, type TokenResult } from './token.js'
+import { Authenticator } from './authn.js'
+import { checkMessage, grantsFor, inspectRequest, type Grants, type RequestContext } from './policy.js'
+import { hasTopLevelTags } from './scan.js'
+import { ProducerIdBindings, TicketKeys, deriveTicketKey } from './tickets.js'
+import type { TokenClaims, TokenResult } from './token.js'
 import { UpstreamError, fetchBrokers, openUpstream } from './upstream.js'
 
 /** The subprotocol the relay speaks; clients offer it next to `kafka-edge.bearer.<token>`. */
 export const SUBPROTOCOL = 'kafka-edge.v1'
 export const BEARER_PREFIX = 'kafka-edge.bearer.'
+/** Offered by clients that read producer-id tickets (text messages); see docs/relay.md. */
+export const TICKETS_SUBPROTOCOL = 'kafka-edge.tickets.v1'
+/** A saved producer-id ticket presented at the upgrade: `kafka-edge.ticket.<ticket>`. */
+export const TICKET_PREFIX = 'kafka-edge.ticket.'
+/** How large a message may grow while it arrives before it needs a share of the relay-wide parse budget. */
+const SMALL_MESSAGE = 256 * 1024
 
 export interface BridgeOptions {
   logger?: Logger
@@ -38,12 +49,10 @@ export interface Bridge {
   close(opts?: { drainTimeoutMs?: number }): Promise<void>
 }
 
-interface Pending { apiKey: number; version: number; t0: number; learn: boolean; drop: boolean }
+interface Pending { apiKey: number; version: number; t0: number; learn: boolean; drop: boolean; init: { transactionalId: string | null } | null }
 
 const M = {
   connections: 'kafka_edge_bridge_connections_total',
-  frames: 'kafka_edge_bridge_frames_total',
-  bytes: 'kafka_edge_bridge_bytes_total',
   rejects: 'kafka_edge_bridge_rejects_total',
   upstreamErrors: 'kafka_edge_bridge_upstream_errors_total',
   latency: 'kafka_edge_bridge_request_duration_seconds',
@@ -72,6 +81,7 @@ function upstreamCloseReason(e: unknown): string {
 
 export async function startBridge(cfg: BridgeConfig, opts: BridgeOptions = {}): Promise<Bridge> {
   const relay = new Relay(cfg, opts)
+  await relay.authn.init()
   await relay.listen()
   return relay
 }
@@ -88,7 +98,28 @@ class Relay implements Bridge {
   readonly conns = new Set<RelayConnection>()
   private readonly perIp = new Map<string, number>()
   private readonly perPrincipal = new Map<string, { count: number; frames: Bucket; bytes: Bucket }>()
+  /** InitProducerId allowances; kept past the last connection so reconnecting does not refill them. */
+  private readonly initPerPrincipal = new Map<string, Bucket>()
+  private readonly initPerIp = new Map<string, Bucket>()
   private readonly upgradeTimers = new WeakMap<Duplex, NodeJS.Timeout>()
+  readonly authn: Authenticator
+  readonly tickets: TicketKeys
+  readonly bindings: ProducerIdBindings
+  /**
+   * Parse budget: bytes of messages past SMALL_MESSAGE in reception (largeBytes), how many of them
+   * are being read (largeActive), and who waits for the budget, oldest first.
+   */
+  private largeBytes = 0
+  private largeActive = 0
+  private readonly largeWaiting: RelayConnection[] = []
+  partialBytes = 0
+  readonly count = {
+    framesIn: this.metrics.counter('kafka_edge_bridge_frames_total', { direction: 'in' }),
+    framesOut: this.metrics.counter('kafka_edge_bridge_frames_total', { direction: 'out' }),
+    bytesIn: this.metrics.counter('kafka_edge_bridge_bytes_total', { direction: 'in' }),
+    bytesOut: this.metrics.counter('kafka_edge_bridge_bytes_total', { direction: 'out' }),
+  }
+  private readonly latency = new Map<number, (s: number) => void>()
   private sweepTimer: NodeJS.Timeout | null = null
   private closing: Promise<void> | null = null
   produceCount = 0
@@ -105,6 +136,17 @@ class Relay implements Bridge {
     this.metrics.gauge('kafka_edge_bridge_connections_active', () => this.conns.size)
     this.metrics.gauge('kafka_edge_bridge_learned_brokers', () => this.destinations.learnedCount)
     this.metrics.gauge('kafka_edge_bridge_process_resident_memory_bytes', () => process.memoryUsage.rss())
+    this.metrics.gauge('kafka_edge_bridge_producer_ids_bound', () => this.bindings.size)
+    this.metrics.gauge('kafka_edge_bridge_parse_budget_waiting', () => this.largeWaiting.length)
+    this.metrics.gauge('kafka_edge_bridge_parse_budget_bytes', () => this.partialBytes)
+    this.authn = new Authenticator(cfg.auth)
+    const ticketKeys: Array<string | Uint8Array> = cfg.auth.ticketSecrets.length > 0 ? [...cfg.auth.ticketSecrets] : cfg.auth.secrets.length > 0 ? [deriveTicketKey(cfg.auth.secrets[0]!)] : []
+    if (ticketKeys.length === 0) {
+      this.log.warn('ticket_key_not_shared', { advice: 'set auth.ticketSecret: without it producer-id tickets verify only on this instance and not after a restart' })
+      ticketKeys.push(randomBytes(32))
+    }
+    this.tickets = new TicketKeys(ticketKeys)
+    this.bindings = new ProducerIdBindings(cfg.limits.maxBoundProducerIds)
     this.wss = new WebSocketServer({
       noServer: true,
       maxPayload: cfg.limits.maxFrameBytes,
@@ -114,13 +156,18 @@ class Relay implements Bridge {
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
     })
     this.routes()
-    this.server = createServer((req, res) => { this.clearUpgradeTimer(req.socket); void this.http(req, res) })
-    this.server.on('connection', (socket: Socket) => {
-      // Slowloris: a connection gets upgradeTimeoutMs to finish its request headers.
-      const t = setTimeout(() => { this.metrics.inc(M.rejects, { reason: 'upgrade_timeout' }); socket.destroy() }, cfg.limits.upgradeTimeoutMs)
-      this.upgradeTimers.set(socket, t)
-      socket.once('close', () => clearTimeout(t))
-    })
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+      this.clearUpgradeTimer(req.socket)
+      // Keep-alive: the next request on this socket gets the same header deadline as the first.
+      res.once('finish', () => { if (!req.socket.destroyed) this.armHeaderDeadline(req.socket) })
+      void this.http(req, res)
+    }
+    this.server = cfg.listenTls ? createTlsServer({ cert: cfg.listenTls.cert, key: cfg.listenTls.key, handshakeTimeout: cfg.limits.upgradeTimeoutMs }, onRequest) : createServer(onRequest)
+    // Node's own header timeout is checked every 30 s; ours is exact, this is only a backstop.
+    this.server.headersTimeout = cfg.limits.upgradeTimeoutMs + 1000
+    this.server.requestTimeout = Math.max(cfg.limits.upgradeTimeoutMs + 2000, 30_000)
+    // Slowloris: a connection gets upgradeTimeoutMs to finish its request headers.
+    this.server.on(cfg.listenTls ? 'secureConnection' : 'connection', (socket: Socket) => this.armHeaderDeadline(socket))
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head))
     this.server.on('clientError', (_err, socket: Duplex) => {
       this.metrics.inc(M.rejects, { reason: 'bad_http' })
@@ -130,8 +177,65 @@ class Relay implements Bridge {
   }
 
   get connectionCount(): number { return this.conns.size }
-  get url(): string { return `ws://${hostPortKey({ host: this.cfg.listen.host, port: this.port })}${this.cfg.path}` }
-  get httpUrl(): string { return `http://${hostPortKey({ host: this.cfg.listen.host, port: this.port })}` }
+  get url(): string { return `${this.cfg.listenTls ? 'wss' : 'ws'}://${hostPortKey({ host: this.cfg.listen.host, port: this.port })}${this.cfg.path}` }
+  get httpUrl(): string { return `${this.cfg.listenTls ? 'https' : 'http'}://${hostPortKey({ host: this.cfg.listen.host, port: this.port })}` }
+
+  private armHeaderDeadline(socket: Duplex): void {
+    this.clearUpgradeTimer(socket)
+    const t = setTimeout(() => { this.metrics.inc(M.rejects, { reason: 'upgrade_timeout' }); socket.destroy() }, this.cfg.limits.upgradeTimeoutMs)
+    const first = !this.upgradeTimers.has(socket) && !this.deadlineWatched.has(socket)
+    this.upgradeTimers.set(socket, t)
+    if (first) {
+      this.deadlineWatched.add(socket)
+      socket.once('close', () => this.clearUpgradeTimer(socket))
+    }
+  }
+  private readonly deadlineWatched = new WeakSet<Duplex>()
+
+  latencyFor(apiKey: number): (s: number) => void {
+    let h = this.latency.get(apiKey)
+    if (!h) { h = this.metrics.histogram(M.latency, { api: API_NAMES[apiKey] ?? String(apiKey) }); this.latency.set(apiKey, h) }
+    return h
+  }
+
+  /** One InitProducerId from the principal's and the address's allowance (KIP-936: every page a fresh id). */
+  admitInitProducerId(principal: string, ip: string): boolean {
+    const take = (map: Map<string, Bucket>, k: string, perMin: number): number => {
+      if (perMin <= 0) return 0
+      let b = map.get(k)
+      if (!b) { b = new Bucket(perMin / 60, perMin); map.set(k, b) }
+      return b.take(1)
+    }
+    return take(this.initPerPrincipal, principal, this.cfg.limits.initProducerIdsPerMinutePerPrincipal) === 0 &&
+      take(this.initPerIp, ip, this.cfg.limits.initProducerIdsPerMinutePerIp) === 0
+  }
+
+  /**
+   * `n` more bytes of a large message arrived on `conn`. Returns false when the budget is spent:
+   * the caller stops reading until grantLarge(). The last one being read always goes on, so the
+   * budget can delay messages but never deadlock them.
+   */
+  largeProgress(conn: RelayConnection, n: number, first: boolean): boolean {
+    this.largeBytes += n
+    if (first) this.largeActive++
+    if (this.largeBytes <= this.cfg.limits.parseBudgetBytes || this.largeActive <= 1) return true
+    this.largeActive--
+    this.largeWaiting.push(conn)
+    this.metrics.inc('kafka_edge_bridge_parse_budget_waits_total')
+    return false
+  }
+
+  /** A large message ended (whole, or its connection closed): its bytes leave the budget and waiters resume. */
+  largeDone(conn: RelayConnection, bytes: number, active: boolean): void {
+    this.largeBytes -= bytes
+    const i = this.largeWaiting.indexOf(conn)
+    if (i >= 0) this.largeWaiting.splice(i, 1)
+    else if (active) this.largeActive--
+    while (this.largeWaiting.length > 0 && (this.largeBytes < this.cfg.limits.parseBudgetBytes || this.largeActive === 0)) {
+      this.largeActive++
+      this.largeWaiting.shift()!.grantLarge()
+    }
+  }
 
   listen(): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -224,11 +328,13 @@ class Relay implements Bridge {
     try { url = new URL(req.url ?? '/', 'http://relay') } catch { return this.rejectHttp(socket, 400, 'Bad Request', 'bad_http') }
     if (this.closing) return this.rejectHttp(socket, 503, 'Service Unavailable', 'shutting_down')
     if (url.pathname !== this.cfg.path) return this.rejectHttp(socket, 404, 'Not Found', 'path')
-    // Cross-site WebSocket hijacking needs a browser, and browsers always send Origin.
-    if (!this.originAllowed(req.headers.origin)) return this.rejectHttp(socket, 403, 'Forbidden', 'origin')
     const ip = req.socket.remoteAddress ?? 'unknown'
     if ((this.perIp.get(ip) ?? 0) >= this.cfg.limits.connectionsPerIp) return this.rejectHttp(socket, 429, 'Too Many Requests', 'connections_per_ip')
     if (this.conns.size >= this.cfg.limits.maxConnections) return this.rejectHttp(socket, 503, 'Service Unavailable', 'max_connections')
+    // Cross-site WebSocket hijacking needs a browser, and browsers always send Origin. A refused Origin
+    // is still upgraded, then closed with 4403 before anything is read: a page only sees close codes.
+    const origin = req.headers.origin
+    const originRefused = this.originAllowed(origin) ? null : origin === undefined ? 'a request without Origin is not allowed' : `Origin ${origin} is not allowed`
 
     let token: string | null = null
     const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim())
@@ -236,14 +342,16 @@ class Relay implements Bridge {
     if (bearer) token = bearer.slice(BEARER_PREFIX.length)
     else if (this.cfg.auth.allowQueryToken) token = url.searchParams.get('token')
     // Cookies are deliberately never read: a browser attaches them to cross-site requests.
-    const auth: TokenResult = token
-      ? verifyToken(token, { secrets: this.cfg.auth.secrets.map((s) => Buffer.from(s, 'utf8')), audience: this.cfg.auth.audience, issuer: this.cfg.auth.issuer, clockSkewSec: this.cfg.auth.clockSkewSec, nowSec: Date.now() / 1000 })
-      : { ok: false, expired: false, reason: 'no token' }
-    const broker = url.searchParams.get('broker')
-    this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1)
+    const ticket = offered.find((p) => p.startsWith(TICKET_PREFIX))?.slice(TICKET_PREFIX.length) ?? null
+    const setup: ConnectionSetup = {
+      ip, token, broker: url.searchParams.get('broker'), originRefused, ticket, ticketsAware: offered.includes(TICKETS_SUBPROTOCOL), socket: req.socket,
+    }
+    // Counted only once the WebSocket layer accepted the upgrade: one it refuses (no
+    // Sec-WebSocket-Key, bad version) never reaches this callback, so it holds nothing.
     this.wss.handleUpgrade(req, socket, head, (ws) => {
+      this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1)
       this.metrics.inc(M.connections)
-      const conn = new RelayConnection(this, ws, ip, auth, broker)
+      const conn = new RelayConnection(this, ws, setup)
       this.conns.add(conn)
       conn.start()
     })
@@ -275,7 +383,13 @@ class Relay implements Bridge {
   private sweep(): void {
     const now = performance.now()
     for (const c of this.conns) c.tick(now)
+    if (now - this.lastAllowanceSweep > 10_000) {
+      this.lastAllowanceSweep = now
+      // A refilled allowance is the same as none: forget it so addresses cannot grow the maps.
+      for (const map of [this.initPerPrincipal, this.initPerIp]) for (const [k, b] of map) if (b.full()) map.delete(k)
+    }
   }
+  private lastAllowanceSweep = 0
 
   close(opts: { drainTimeoutMs?: number } = {}): Promise<void> {
     if (this.closing) return this.closing
@@ -300,7 +414,30 @@ class Relay implements Bridge {
 
 type State = 'setup' | 'open' | 'draining' | 'closed'
 
-class RelayConnection {
+/** What the upgrade request said, read before the WebSocket existed. */
+interface ConnectionSetup {
+  ip: string
+  token: string | null
+  broker: string | null
+  /** Why the Origin is refused, or null. */
+  originRefused: string | null
+  /** A saved producer-id ticket presented in Sec-WebSocket-Protocol. */
+  ticket: string | null
+  /** The client reads producer-id tickets (offered TICKETS_SUBPROTOCOL). */
+  ticketsAware: boolean
+  socket: Duplex
+}
+
+/** A client's text message: the only kind is a producer-id ticket presented on an open connection. */
+function parseControl(text: string): { ticket: string } | null {
+  if (text.length > 2048) return null
+  try {
+    const m = JSON.parse(text) as { type?: unknown; ticket?: unknown }
+    return m && m.type === 'producer-id-ticket' && typeof m.ticket === 'string' ? { ticket: m.ticket } : null
+  } catch { return null }
+}
+
+class RelayConnection implements RequestContext {
   private state: State = 'setup'
   private upstream: Socket | null = null
   private decoder: FrameDecoder | null = null
@@ -308,7 +445,7 @@ class RelayConnection {
   private queuedBytes = 0
   private readonly pending = new Map<number, Pending>()
   private readonly pauses = new Set<string>()
-  private grants: Grants | null = null
+  private grantsOrNull: Grants | null = null
   private principalBuckets: { frames: Bucket; bytes: Bucket } | null = null
   private readonly frames: Bucket
   private readonly bytes: Bucket
@@ -324,16 +461,105 @@ class RelayConnection {
   private unsent = 0
   principal: string | null = null
   private target = ''
+  readonly ip: string
+  private readonly broker: string | null
+  /** Producer ids this connection has verified (from the relay-wide bindings or a ticket); the last one is checked first. */
+  private readonly ownedPids = new Set<bigint>()
+  private lastPid: bigint | null = null
+  /** Parse budget: bytes received since the last whole message. */
+  private partial = 0
+  /** This message is past SMALL_MESSAGE (counted in the relay's largeBytes); waiting = not read until the budget allows. */
+  private large = false
+  private largeCounted = 0
+  private waitingLarge = false
+  readonly maxNamesPerRequest: number
 
   private get closed(): boolean { return this.state === 'closed' }
 
-  constructor(private readonly relay: Relay, private readonly ws: WebSocket, readonly ip: string, private readonly auth: TokenResult, private readonly broker: string | null) {
+  constructor(private readonly relay: Relay, private readonly ws: WebSocket, private readonly setup: ConnectionSetup) {
     this.frames = new Bucket(relay.cfg.limits.framesPerSec)
     this.bytes = new Bucket(relay.cfg.limits.bytesPerSec)
+    this.ip = setup.ip
+    this.broker = setup.broker
+    this.maxNamesPerRequest = relay.cfg.limits.maxNamesPerRequest
+  }
+
+  get grants(): Grants { return this.grantsOrNull! }
+
+  ownsProducerId(pid: bigint): boolean {
+    if (pid === this.lastPid) return true
+    if (!this.ownedPids.has(pid)) {
+      if (!this.relay.bindings.holds(this.principal!, pid)) return false
+      if (this.ownedPids.size < 64) this.ownedPids.add(pid)
+    }
+    this.lastPid = pid
+    return true
+  }
+
+  admitInitProducerId(): boolean { return this.relay.admitInitProducerId(this.principal!, this.ip) }
+
+  private bindPid(pid: bigint, epoch: number): void {
+    this.relay.bindings.bind(this.principal!, pid, epoch)
+    if (this.ownedPids.size < 64) this.ownedPids.add(pid)
+  }
+
+  /** Verifies a presented ticket and binds its producer id; false (and the connection closed) when it does not hold. */
+  private acceptTicket(ticket: string): boolean {
+    const { relay } = this
+    const v = relay.tickets.verify(ticket, Date.now() / 1000)
+    let refusal: string | null = null
+    if (!v.ok) refusal = v.reason
+    else if (v.ticket.sub !== this.principal) refusal = 'producer-id ticket was issued to another principal'
+    else if (v.ticket.txn !== null && !this.grants.transactionalId(v.ticket.txn)) refusal = 'producer-id ticket names a transactional id this token does not allow'
+    if (refusal !== null || !v.ok) {
+      relay.metrics.inc('kafka_edge_bridge_producer_id_tickets_total', { event: 'refused' })
+      this.close(CloseCode.FOREIGN_PRODUCER_ID, refusal ?? 'producer-id ticket refused', 'producer_id_ticket')
+      return false
+    }
+    relay.metrics.inc('kafka_edge_bridge_producer_id_tickets_total', { event: 'accepted' })
+    this.bindPid(v.ticket.pid, v.ticket.epoch)
+    return true
+  }
+
+  /** Socket bytes before ws assembles them: the part of a message in reception counts against the parse budget. */
+  private onRawData(n: number): void {
+    if (this.state === 'closed') return
+    this.partial += n
+    this.relay.partialBytes += n
+    if (this.partial <= SMALL_MESSAGE || this.waitingLarge) return
+    const first = !this.large
+    this.large = true
+    const counted = first ? this.partial : n
+    this.largeCounted += counted
+    if (!this.relay.largeProgress(this, counted, first)) { this.waitingLarge = true; this.pause('budget') }
+  }
+
+  /** Called by the relay when the budget has room again for this waiting connection. */
+  grantLarge(): void {
+    this.waitingLarge = false
+    this.resume('budget')
+  }
+
+  /** A whole message arrived (or the connection ended): its bytes leave the budget. */
+  private messageDone(): void {
+    this.relay.partialBytes -= this.partial
+    this.partial = 0
+    if (this.large) {
+      const active = !this.waitingLarge
+      this.large = false
+      this.waitingLarge = false
+      this.relay.largeDone(this, this.largeCounted, active)
+      this.largeCounted = 0
+    }
   }
 
   start(): void {
     const { ws, relay } = this
+    // Nothing is read until the token is verified (asynchronously for JWKS tokens).
+    this.pause('auth')
+    const onData = (chunk: Buffer) => this.onRawData(chunk.length)
+    this.setup.socket.on('data', onData)
+    ws.once('close', () => this.setup.socket.off('data', onData))
     ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary))
     ws.on('pong', () => { this.awaitingPong = false })
     ws.on('error', (err: Error & { code?: string }) => {
@@ -344,21 +570,32 @@ class RelayConnection {
       this.teardown()
     })
     ws.on('close', () => this.teardown())
-    if (!this.auth.ok) {
-      const expired = this.auth.expired
-      return this.close(expired ? CloseCode.TOKEN_EXPIRED : CloseCode.UNAUTHENTICATED, expired ? 'token expired' : `authentication failed: ${this.auth.reason}`, expired ? 'token_expired' : 'unauthenticated')
+    if (this.setup.originRefused !== null) return this.close(CloseCode.FORBIDDEN, this.setup.originRefused, 'origin')
+    const token = this.setup.token
+    if (!token) return this.authenticated({ ok: false, expired: false, reason: 'no token' })
+    relay.authn.verify(token).then((r) => this.authenticated(r), (e: unknown) => this.authenticated({ ok: false, expired: false, reason: `token check failed: ${String(e).slice(0, 60)}` }))
+  }
+
+  private authenticated(auth: TokenResult): void {
+    const { relay } = this
+    if (this.closed) return
+    if (!auth.ok) {
+      const expired = auth.expired
+      return this.close(expired ? CloseCode.TOKEN_EXPIRED : CloseCode.UNAUTHENTICATED, expired ? 'token expired' : `authentication failed: ${auth.reason}`, expired ? 'token_expired' : 'unauthenticated')
     }
-    const claims: TokenClaims = this.auth.claims
+    const claims: TokenClaims = auth.claims
     this.principal = claims.sub
     this.principalBuckets = relay.admitPrincipal(claims.sub)
     if (!this.principalBuckets) {
       this.principal = null
       return this.close(CloseCode.RATE_LIMITED, 'too many connections for this principal', 'connections_per_principal')
     }
-    this.grants = grantsFor(claims)
+    this.grantsOrNull = grantsFor(claims)
+    if (this.setup.ticket !== null && !this.acceptTicket(this.setup.ticket)) return
     const expiresIn = claims.exp * 1000 + relay.cfg.auth.clockSkewSec * 1000 - Date.now()
     this.timers.push(setTimeout(() => this.close(CloseCode.TOKEN_EXPIRED, 'token expired', 'token_expired'), Math.min(Math.max(0, expiresIn), 0x7fffffff)))
     this.pause('setup')
+    this.resume('auth')
     void this.connectUpstream()
   }
 
@@ -410,7 +647,8 @@ class RelayConnection {
   }
 
   private onMessage(data: Buffer, isBinary: boolean): void {
-    if (this.state === 'closed' || !this.grants) return
+    this.messageDone()
+    if (this.state === 'closed' || !this.grantsOrNull) return
     const { relay } = this
     const limits = relay.cfg.limits
     this.lastActivity = performance.now()
@@ -420,10 +658,15 @@ class RelayConnection {
       relay.metrics.inc('kafka_edge_bridge_faults_total', { kind: 'close_on_frame' })
       return this.abort()
     }
-    if (!isBinary) return this.close(CloseCode.BAD_FRAME, 'text message: send each Kafka frame as one binary message', 'bad_frame')
+    if (!isBinary) {
+      const control = data.length <= 2048 ? parseControl(data.toString('utf8')) : null
+      if (!control) return this.close(CloseCode.BAD_FRAME, 'text message: send each Kafka frame as one binary message', 'bad_frame')
+      this.acceptTicket(control.ticket)
+      return
+    }
     const bad = checkMessage(data)
     if (bad) return this.close(CloseCode.BAD_FRAME, bad, 'bad_frame')
-    const verdict = inspectRequest(data.subarray(4), this.grants)
+    const verdict = inspectRequest(data.subarray(4), this)
     if (!verdict.ok) return this.close(verdict.code, verdict.reason, verdict.metric)
 
     const wait = Math.max(this.frames.take(1), this.bytes.take(data.length), this.principalBuckets!.frames.take(1), this.principalBuckets!.bytes.take(data.length))
@@ -442,11 +685,11 @@ class RelayConnection {
       if (relay.faults && verdict.apiKey === Produce.key && relay.cfg.faults.dropProduceResponseEvery > 0) {
         drop = ++relay.produceCount % relay.cfg.faults.dropProduceResponseEvery === 0
       }
-      this.pending.set(verdict.correlationId, { apiKey: verdict.apiKey, version: verdict.apiVersion, t0: performance.now(), learn: verdict.learn, drop })
+      this.pending.set(verdict.correlationId, { apiKey: verdict.apiKey, version: verdict.apiVersion, t0: performance.now(), learn: verdict.learn, drop, init: verdict.initProducerId ?? null })
       if (this.pending.size >= limits.maxInFlight) this.pause('inflight')
     }
-    relay.metrics.inc(M.frames, { direction: 'in' })
-    relay.metrics.inc(M.bytes, { direction: 'in' }, data.length)
+    relay.count.framesIn()
+    relay.count.bytesIn(data.length)
     if (this.upstream) this.forward(data)
     else {
       this.queuedBytes += data.length
@@ -482,8 +725,9 @@ class RelayConnection {
     }
     this.pending.delete(correlationId)
     if (this.pending.size < relay.cfg.limits.maxInFlight) this.resume('inflight')
-    relay.metrics.observe(M.latency, { api: API_NAMES[p.apiKey] ?? String(p.apiKey) }, (performance.now() - p.t0) / 1000)
+    relay.latencyFor(p.apiKey)((performance.now() - p.t0) / 1000)
     if (p.learn) this.learn(p, body)
+    if (p.init) this.issueTicket(p, body)
     if (p.drop) {
       // The request reached the broker and was answered; losing the answer is the case that tests idempotence.
       relay.log.info('fault_drop_response', { correlationId, principal: this.principal })
@@ -493,8 +737,8 @@ class RelayConnection {
     const frame = Buffer.allocUnsafe(body.length + 4)
     frame.writeInt32BE(body.length, 0)
     frame.set(body, 4)
-    relay.metrics.inc(M.frames, { direction: 'out' })
-    relay.metrics.inc(M.bytes, { direction: 'out' }, frame.length)
+    relay.count.framesOut()
+    relay.count.bytesOut(frame.length)
     this.unsent++
     if (relay.faults && relay.cfg.faults.delayMs > 0) {
       this.responseChain = this.responseChain.then(() => new Promise<void>((r) => setTimeout(r, relay.cfg.faults.delayMs))).then(() => this.send(frame))
@@ -515,10 +759,30 @@ class RelayConnection {
     if (this.state === 'draining' && this.owesNothing) this.finishDrain()
   }
 
+  /**
+   * An InitProducerId answer: bind the id to this principal relay-wide and, for a client that reads
+   * tickets, send the ticket ahead of the answer, so the client holds it before it can use the id.
+   */
+  private issueTicket(p: Pending, body: Uint8Array): void {
+    const { relay } = this
+    let msg: ReturnType<typeof decodeResponse>
+    try { msg = decodeResponse(InitProducerId, p.version, body) } catch { return }
+    if (msg.errorCode !== 0) return
+    const pid = msg.producerId as bigint
+    const epoch = msg.producerEpoch as number
+    this.bindPid(pid, epoch)
+    if (!this.setup.ticketsAware) return
+    const iat = Math.floor(Date.now() / 1000)
+    const ticket = relay.tickets.issue({ sub: this.principal!, pid, epoch, txn: p.init!.transactionalId, iat, exp: iat + relay.cfg.auth.ticketTtlSec })
+    relay.metrics.inc('kafka_edge_bridge_producer_id_tickets_total', { event: 'issued' })
+    this.ws.send(JSON.stringify({ type: 'producer-id-ticket', ticket, producerId: pid.toString(), producerEpoch: epoch, transactionalId: p.init!.transactionalId, expiresAt: iat + relay.cfg.auth.ticketTtlSec }))
+  }
+
   private learn(p: Pending, body: Uint8Array): void {
     const api = apiByKey(p.apiKey)
     if (!api) return
     try {
+      if (api === Produce && !hasTopLevelTags(api, p.version, body)) return
       const msg = decodeResponse(api, p.version, body)
       if (api === Metadata) this.relay.destinations.learn(msg.brokers as Array<{ nodeId: number; host: string; port: number }>)
       else if (api === FindCoordinator) {
@@ -594,6 +858,7 @@ class RelayConnection {
     this.upstream?.destroy()
     this.pending.clear()
     this.queue.length = 0
+    this.messageDone()
     this.relay.release(this)
     if (this.drained) this.finishDrain()
   }

@@ -1,8 +1,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 
 /**
- * HS256 JWTs: the only token format the relay accepts. `alg` is pinned to HS256 (a token saying
- * `none` or RS256 is forged by definition here), `exp`, `sub` and `aud` are required.
+ * HS256 JWTs, verified here against the relay's shared secrets; tokens signed by an identity
+ * provider (RS256/ES256/EdDSA) are verified in authn.ts with jose and then meet the same claim
+ * rules (checkClaims). `exp`, `sub` and `aud` are required.
  */
 export interface TokenClaims {
   sub: string
@@ -35,7 +36,7 @@ export interface VerifyOptions {
 const b64url = (buf: Uint8Array): string => Buffer.from(buf).toString('base64url')
 const B64URL = /^[A-Za-z0-9_-]*$/
 
-function parsePart(part: string): Record<string, unknown> | null {
+export function parsePart(part: string): Record<string, unknown> | null {
   if (!B64URL.test(part)) return null
   try {
     const v: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'))
@@ -43,7 +44,7 @@ function parsePart(part: string): Record<string, unknown> | null {
   } catch { return null }
 }
 
-const fail = (reason: string, expired = false): TokenResult => ({ ok: false, expired, reason })
+export const fail = (reason: string, expired = false): TokenResult => ({ ok: false, expired, reason })
 const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string')
 
 export function verifyToken(token: string, o: VerifyOptions): TokenResult {
@@ -64,6 +65,14 @@ export function verifyToken(token: string, o: VerifyOptions): TokenResult {
   if (!good) return fail('token signature does not verify')
   const c = parsePart(parts[1]!)
   if (!c) return fail('token payload is not a JSON object')
+  return checkClaims(c, o)
+}
+
+/**
+ * The claim rules every token meets, whoever signed it (HS256 here, RS256/ES256/EdDSA through
+ * jose in authn.ts): one policy for both paths.
+ */
+export function checkClaims(c: Record<string, unknown>, o: Pick<VerifyOptions, 'audience' | 'issuer' | 'clockSkewSec' | 'nowSec'>): TokenResult {
   if (typeof c.sub !== 'string' || c.sub.length === 0 || c.sub.length > 256) return fail('token has no sub')
   if (typeof c.exp !== 'number' || !Number.isFinite(c.exp)) return fail('token has no numeric exp')
   const auds = typeof c.aud === 'string' ? [c.aud] : isStringList(c.aud) ? c.aud : []
@@ -84,12 +93,57 @@ export function signToken(claims: Record<string, unknown>, secret: string | Uint
   return `${signed}.${b64url(createHmac('sha256', secret).update(signed).digest())}`
 }
 
-/** `*` matches any run of characters (dots included); everything else is literal. */
+/**
+ * `*` matches any run of characters (dots included); everything else is literal. Matching is
+ * linear in the name: the pattern's literal segments are found left to right with KMP, each text
+ * position is looked at a bounded number of times, and nothing ever backtracks (a regex built from
+ * a pattern such as `a*a*a*...b` took seconds on a crafted name).
+ */
 export function compilePatterns(patterns: readonly string[] | undefined): (name: string) => boolean {
   if (!patterns || patterns.length === 0) return () => false
   if (patterns.includes('*')) return () => true
   const exact = new Set(patterns.filter((p) => !p.includes('*')))
-  const globs = patterns.filter((p) => p.includes('*')).map((p) =>
-    new RegExp(`^${p.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\/-]/g, '\\$&')).join('.*')}$`, 's'))
-  return (name) => exact.has(name) || globs.some((g) => g.test(name))
+  const globs = patterns.filter((p) => p.includes('*')).map(compileGlob)
+  if (globs.length === 0) return (name) => exact.has(name)
+  return (name) => exact.has(name) || globs.some((g) => g(name))
+}
+
+function compileGlob(pattern: string): (name: string) => boolean {
+  const parts = pattern.split('*')
+  const prefix = parts[0]!
+  const suffix = parts[parts.length - 1]!
+  const middle = parts.slice(1, -1).filter((p) => p.length > 0).map((p) => ({ p, fail: kmpTable(p) }))
+  const fixed = prefix.length + suffix.length
+  return (name) => {
+    if (name.length < fixed || !name.startsWith(prefix) || !name.endsWith(suffix)) return false
+    // Leftmost match of each middle segment, in order, inside the span between prefix and suffix.
+    let at = prefix.length
+    const end = name.length - suffix.length
+    for (const m of middle) {
+      const found = kmpFind(name, m.p, m.fail, at, end)
+      if (found < 0) return false
+      at = found + m.p.length
+    }
+    return true
+  }
+}
+
+function kmpTable(p: string): Int32Array {
+  const t = new Int32Array(p.length)
+  for (let i = 1, k = 0; i < p.length; i++) {
+    while (k > 0 && p.charCodeAt(i) !== p.charCodeAt(k)) k = t[k - 1]!
+    if (p.charCodeAt(i) === p.charCodeAt(k)) k++
+    t[i] = k
+  }
+  return t
+}
+
+/** Index of the first occurrence of p in s[from, end), or -1; O(end - from + p.length). */
+function kmpFind(s: string, p: string, t: Int32Array, from: number, end: number): number {
+  for (let i = from, k = 0; i < end; i++) {
+    while (k > 0 && s.charCodeAt(i) !== p.charCodeAt(k)) k = t[k - 1]!
+    if (s.charCodeAt(i) === p.charCodeAt(k)) k++
+    if (k === p.length) return i - k + 1
+  }
+  return -1
 }

@@ -23,14 +23,14 @@ async function firstSend(p: Producer): Promise<{ error: Error; ms: number }> {
 }
 
 describe('relay refusals reach send() at once, typed and explained', () => {
-  it('an Origin the relay refuses (HTTP 403 on the upgrade) is an AuthorizationException naming the Origin', async () => {
+  it('an Origin the relay refuses (close 4403 after the upgrade) is an AuthorizationException naming the Origin', async () => {
     const p = createProducer({
       'bootstrap.servers': 'relay:443', 'max.block.ms': 20_000,
       transport: websocket({ url: bridge.url, token: token(), WebSocket: fromOrigin('https://evil.example') as never }),
     })
     const { error, ms } = await firstSend(p)
     expect(error).toBeInstanceOf(AuthorizationException)
-    expect(error.message).toMatch(/HTTP 403.*Origin/)
+    expect(error.message).toMatch(/4403.*Origin https:\/\/evil\.example is not allowed/)
     expect(ms).toBeLessThan(5_000)
   })
 

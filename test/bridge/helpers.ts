@@ -52,6 +52,8 @@ export interface RawClient {
   /** Resolves with the close code and reason (also when the upgrade itself failed: code 1006). */
   closed: Promise<{ code: number; reason: string; status?: number }>
   opened: Promise<boolean>
+  /** Text messages from the relay (producer-id tickets), in arrival order. */
+  texts: string[]
   send(frame: Uint8Array): void
   /** The next response frame (size prefix included). */
   next(timeoutMs?: number): Promise<Uint8Array>
@@ -68,7 +70,10 @@ export function rawClient(url: string, o: { token?: string | null; origin?: stri
   const ws = new WebSocket(u.toString(), protocols, { headers: o.origin ? { origin: o.origin } : {} })
   const frames: Uint8Array[] = []
   const waiters: Array<(f: Uint8Array) => void> = []
-  ws.on('message', (d: Buffer) => {
+  const texts: string[] = []
+  ws.on('message', (d: Buffer, isBinary: boolean) => {
+    // The relay's text messages (producer-id tickets) are kept apart from Kafka frames.
+    if (!isBinary) { texts.push(d.toString('utf8')); return }
     const f = new Uint8Array(d)
     const w = waiters.shift()
     if (w) w(f); else frames.push(f)
@@ -86,7 +91,7 @@ export function rawClient(url: string, o: { token?: string | null; origin?: stri
     void closed.then((c) => { clearTimeout(t); reject(new Error(`closed ${c.code} ${c.reason}`)) })
   })
   return {
-    ws, closed, opened, next,
+    ws, closed, opened, next, texts,
     send: (frame) => ws.send(frame),
     request: async (api, version, body) => {
       if (!(await opened)) throw new Error('not open')

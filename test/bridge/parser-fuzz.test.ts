@@ -2,22 +2,35 @@
 // throws >= 100,000 generated and mutated inputs at that parser, then a sample of them at a live relay.
 import { describe, expect, it } from 'vitest'
 import { CloseCode } from '../../src/bridge/codes.js'
-import { checkMessage, grantsFor, inspectRequest } from '../../src/bridge/policy.js'
+import { checkMessage, grantsFor, inspectRequest, type RequestContext } from '../../src/bridge/policy.js'
 import { compilePatterns, signToken, verifyToken } from '../../src/bridge/token.js'
 import {
   AddOffsetsToTxn, AddPartitionsToTxn, ApiVersions, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce, TxnOffsetCommit,
-  decodeRequestBody, decodeRequestHeader, encodeRequest, type ApiSchema, type Message,
+  decodeRequestBody, decodeRequestHeader, encodeRequest, encodeResponse, type ApiSchema, type Message,
 } from '../../src/edge/protocol/index.js'
+import { hasTopLevelTags } from '../../src/bridge/scan.js'
 import { rng } from '../helpers/records.js'
 import { AuthenticationException, AuthorizationException, NetworkException, RecordTooLargeException } from '../../src/edge/index.js'
 import { closeError } from '../../src/edge/transport/websocket.js'
 import { assertHealthy, rawClient, relayCluster, startRelay } from './helpers.js'
 
 const grants = grantsFor({ sub: 'fuzz', aud: 'x', exp: 0, topics: ['ok-*'], transactional_ids: ['tx-*'], groups: ['g-*'] })
+/** The relay's context for these frames: every producer id but 666 was issued to this principal. */
+const ctx: RequestContext = { grants, ownsProducerId: (pid) => pid !== 666n, admitInitProducerId: () => true, maxNamesPerRequest: 10_000 }
+
+/** A record batch header (magic 2) padded to `size` bytes, under producer id `pid`: what the relay reads of records. */
+function batch(size: number, pid = 7n): Uint8Array {
+  const b = new Uint8Array(size)
+  const v = new DataView(b.buffer)
+  v.setInt32(8, size - 12)
+  v.setInt8(16, 2)
+  v.setBigInt64(43, pid)
+  return b
+}
 
 const SEEDS: Array<[ApiSchema, number, Message]> = [
-  [Produce, 3, { transactionalId: null, acks: -1, timeoutMs: 1000, topicData: [{ name: 'ok-a', partitionData: [{ index: 0, records: new Uint8Array(70) }] }] }],
-  [Produce, 9, { transactionalId: 'tx-1', acks: 1, timeoutMs: 1000, topicData: [{ name: 'ok-a', partitionData: [{ index: 1, records: new Uint8Array(90) }] }, { name: 'ok-b', partitionData: [] }] }],
+  [Produce, 3, { transactionalId: null, acks: -1, timeoutMs: 1000, topicData: [{ name: 'ok-a', partitionData: [{ index: 0, records: batch(70) }] }] }],
+  [Produce, 9, { transactionalId: 'tx-1', acks: 1, timeoutMs: 1000, topicData: [{ name: 'ok-a', partitionData: [{ index: 1, records: batch(90) }] }, { name: 'ok-b', partitionData: [] }] }],
   [Produce, 12, { transactionalId: null, acks: 0, timeoutMs: 1, topicData: [{ name: 'ok-z', partitionData: [{ index: 0, records: null }] }] }],
   [Metadata, 4, { topics: [{ name: 'ok-a' }], allowAutoTopicCreation: true }],
   [Metadata, 12, { topics: [{ topicId: new Uint8Array(16), name: 'ok-a' }, { topicId: new Uint8Array(16), name: 'ok-b' }], allowAutoTopicCreation: true, includeTopicAuthorizedOperations: false }],
@@ -26,7 +39,7 @@ const SEEDS: Array<[ApiSchema, number, Message]> = [
   [InitProducerId, 5, { transactionalId: 'tx-9', transactionTimeoutMs: 1000, producerId: 5n, producerEpoch: 1 }],
   [AddPartitionsToTxn, 3, { transactionalId: 'tx-1', producerId: 1n, producerEpoch: 0, topics: [{ name: 'ok-a', partitions: [0, 1] }] }],
   [AddOffsetsToTxn, 3, { transactionalId: 'tx-1', producerId: 1n, producerEpoch: 0, groupId: 'g-1' }],
-  [TxnOffsetCommit, 3, { transactionalId: 'tx-1', groupId: 'g-1', producerId: 1n, producerEpoch: 0, generationId: 1, memberId: 'm', groupInstanceId: null, topics: [{ name: 'in', partitions: [{ partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1, committedMetadata: null }] }] }],
+  [TxnOffsetCommit, 3, { transactionalId: 'tx-1', groupId: 'g-1', producerId: 1n, producerEpoch: 0, generationId: 1, memberId: 'm', groupInstanceId: null, topics: [{ name: 'ok-in', partitions: [{ partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1, committedMetadata: null }] }] }],
   [EndTxn, 4, { transactionalId: 'tx-1', producerId: 1n, producerEpoch: 0, committed: true }],
   [ApiVersions, 4, { clientSoftwareName: 'a', clientSoftwareVersion: '1' }],
 ]
@@ -55,8 +68,8 @@ describe('relay frame + header parser fuzz', () => {
     const seeds = SEEDS.map(([api, v, body], i) => encodeRequest(api, v, 1000 + i, 'fuzz', body).slice())
     // Every seed is accepted as-is, so mutations start from frames that reach deep into the parser.
     for (const s of seeds) expect(checkMessage(s)).toBeNull()
-    for (const s of seeds) expect(inspectRequest(s.slice(4), grants).ok).toBe(true)
-    const codes = new Set<number>([CloseCode.BAD_FRAME, CloseCode.FORBIDDEN])
+    for (const s of seeds) expect(inspectRequest(s.slice(4), ctx).ok).toBe(true)
+    const codes = new Set<number>([CloseCode.BAD_FRAME, CloseCode.FORBIDDEN, CloseCode.INVALID_NAME, CloseCode.FOREIGN_PRODUCER_ID])
     const tally = { ok: 0, badMessage: 0, refused: 0 }
     const rssBefore = process.memoryUsage().rss
     let rssPeak = rssBefore
@@ -69,7 +82,7 @@ describe('relay frame + header parser fuzz', () => {
       }
       const bad = checkMessage(msg)
       if (bad !== null) { tally.badMessage++; expect(typeof bad).toBe('string'); continue }
-      const v = inspectRequest(msg.subarray(4), grants)
+      const v = inspectRequest(msg.subarray(4), ctx)
       if (v.ok) {
         tally.ok++
         // What the relay lets through must be what the broker will parse the same way.
@@ -98,7 +111,7 @@ describe('relay frame + header parser fuzz', () => {
   it('a forged array count cannot make the parser allocate: 2^31-1 topics in 40 bytes is refused', () => {
     const f = encodeRequest(Produce, 3, 1, 'x', { transactionalId: null, acks: -1, timeoutMs: 1, topicData: [] }).slice()
     new DataView(f.buffer).setInt32(f.length - 4, 0x7fffffff)
-    const v = inspectRequest(f.subarray(4), grants)
+    const v = inspectRequest(f.subarray(4), ctx)
     expect(v.ok).toBe(false)
     if (!v.ok) expect(v.code).toBe(CloseCode.BAD_FRAME)
   })
@@ -106,7 +119,7 @@ describe('relay frame + header parser fuzz', () => {
   it('Metadata with AllowAutoTopicCreation=true is rewritten to false in place (v4, v9, v12)', () => {
     for (const version of [4, 9, 12]) {
       const f = encodeRequest(Metadata, version, 5, 'x', { topics: [{ topicId: new Uint8Array(16), name: 'ok-a' }], allowAutoTopicCreation: true, includeTopicAuthorizedOperations: true }).slice()
-      const v = inspectRequest(f.subarray(4), grants)
+      const v = inspectRequest(f.subarray(4), ctx)
       expect(v.ok && v.rewritten).toBe(true)
       const body = decodeRequestBody(Metadata, version, f.subarray(4), decodeRequestHeader(f.subarray(4)).bodyOffset)
       expect(body.allowAutoTopicCreation).toBe(false)
@@ -150,6 +163,15 @@ describe('relay building blocks', () => {
     }
   })
 
+  it('a Produce response is decoded for endpoints only when it carries top-level tagged fields (NodeEndpoints, KIP-951)', () => {
+    const base = { responses: [{ name: 't', partitionResponses: [{ index: 0, errorCode: 6, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [{ batchIndex: 1, batchIndexErrorMessage: 'x' }], errorMessage: 'moved', currentLeader: { leaderId: 1, leaderEpoch: 2 } }] }], throttleTimeMs: 0 }
+    for (const v of [10, 11, 12]) {
+      expect(hasTopLevelTags(Produce, v, encodeResponse(Produce, v, 7, base).subarray(4))).toBe(false)
+      expect(hasTopLevelTags(Produce, v, encodeResponse(Produce, v, 7, { ...base, nodeEndpoints: [{ nodeId: 1, host: 'h', port: 9, rack: null }] }).subarray(4))).toBe(true)
+    }
+    expect(hasTopLevelTags(Produce, 9, encodeResponse(Produce, 9, 7, base).subarray(4))).toBe(false)
+  })
+
   it('topic patterns: * is the only wildcard; regex characters are literal', () => {
     const m = compilePatterns(['clicks.*', 'exact', 'a+b'])
     expect(m('clicks.eu')).toBe(true)
@@ -169,7 +191,7 @@ describe('fuzzed messages against a live relay', () => {
     try {
       const r = rng(99)
       const seeds = SEEDS.map(([api, v, body], i) => encodeRequest(api, v, 1000 + i, 'fuzz', body).slice())
-      const allowed = new Set<number>([CloseCode.BAD_FRAME, CloseCode.FORBIDDEN, CloseCode.NORMAL])
+      const allowed = new Set<number>([CloseCode.BAD_FRAME, CloseCode.FORBIDDEN, CloseCode.NORMAL, CloseCode.INVALID_NAME, CloseCode.FOREIGN_PRODUCER_ID])
       let closedWithCode = 0
       for (let batch = 0; batch < 30; batch++) {
         await Promise.all(Array.from({ length: 20 }, async () => {

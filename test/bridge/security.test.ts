@@ -5,11 +5,20 @@ import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CloseCode, type Bridge } from '../../src/bridge/index.js'
 import { openUpstream } from '../../src/bridge/upstream.js'
-import { ApiVersions, FindCoordinator, InitProducerId, Metadata, Produce, SaslHandshake, Writer, encodeRequest } from '../../src/edge/protocol/index.js'
+import { compilePatterns } from '../../src/bridge/token.js'
+import {
+  AddOffsetsToTxn, AddPartitionsToTxn, ApiVersions, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce, SaslHandshake, TxnOffsetCommit, Writer,
+  decodeResponse, encodeRequest,
+} from '../../src/edge/protocol/index.js'
 import WebSocket from 'ws'
-import { AuthorizationException, websocket } from '../../src/edge/index.js'
-import { createTopic, uniqueTopic, type Cluster } from '../helpers/kafka.js'
-import { assertHealthy, rawClient, relayCluster, startRelay, token, wsProducer } from './helpers.js'
+import {
+  AuthorizationException, ClusterAuthorizationException, ConfigException, InvalidTopicException, PolicyViolationException, createProducer, websocket,
+  type ProducerIdTicket,
+} from '../../src/edge/index.js'
+import { closeError } from '../../src/edge/transport/websocket.js'
+import { TsBatchBuilder } from '../../bench/ts-batch-builder.js'
+import { createTopic, readTopic, uniqueTopic, type Cluster } from '../helpers/kafka.js'
+import { assertHealthy, rawClient, relayCluster, startRelay, token, wsProducer, type RawClient } from './helpers.js'
 
 let cluster: Cluster
 let bridge: Bridge
@@ -57,10 +66,13 @@ async function refusedWith(c: ReturnType<typeof rawClient>, frame: Uint8Array): 
 }
 
 describe('upgrade checks', () => {
-  it('a wrong Origin gets HTTP 403 before any WebSocket exists', async () => {
+  it('a wrong Origin is closed with 4403 and a reason a page can read, before any broker connection', async () => {
+    const before = dialed.length
     const c = rawClient(bridge.url, { origin: 'https://evil.example' })
-    expect(await c.opened).toBe(false)
-    expect((await c.closed).status).toBe(403)
+    const closed = await c.closed
+    expect(closed.code).toBe(CloseCode.FORBIDDEN)
+    expect(closed.reason).toContain('Origin https://evil.example is not allowed')
+    expect(dialed.length).toBe(before)
     expect(bridge.metrics.get('kafka_edge_bridge_rejects_total', { reason: 'origin' })).toBeGreaterThanOrEqual(1)
     await expectHealthy()
   })
@@ -350,6 +362,365 @@ describe('connection limits', () => {
       expect((await b.closed).code).toBe(CloseCode.IDLE)
       const h = await assertHealthy(small)
       expect(h.health).toBe(200)
+    } finally { await small.close() }
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// Round two: the classes an attacker got through with (issue 12). Each refusal is checked for its
+// close code, for the broker having seen nothing (the relay forwarded no frame: frames_total{in}
+// unchanged), and for the relay staying healthy.
+
+const framesIn = (b: Bridge = bridge) => b.metrics.get('kafka_edge_bridge_frames_total', { direction: 'in' })
+const TICKETS = 'kafka-edge.tickets.v1'
+
+/** One uncompressed record batch under a chosen producer id, epoch and sequence. */
+function forgedBatch(value: string, stamp: { producerId: bigint; producerEpoch: number; baseSequence: number; transactional?: boolean }): Uint8Array {
+  const b = new TsBatchBuilder()
+  b.append({ key: null, value: new TextEncoder().encode(value), timestamp: Date.now(), headers: [] })
+  return b.finish({ transactional: false, ...stamp })
+}
+
+function produceFrame(topic: string, records: Uint8Array, transactionalId: string | null = null, correlationId = 9): Uint8Array {
+  return encodeRequest(Produce, 9, correlationId, 'x', { transactionalId, acks: -1, timeoutMs: 5000, topicData: [{ name: topic, partitionData: [{ index: 0, records }] }] })
+}
+
+/** A relay's ticket message, as a client that offered kafka-edge.tickets.v1 receives it. */
+async function ticketFrom(c: RawClient): Promise<{ ticket: string; producerId: string; producerEpoch: number }> {
+  for (let i = 0; i < 100 && c.texts.length === 0; i++) await new Promise((r) => setTimeout(r, 20))
+  expect(c.texts.length).toBeGreaterThan(0)
+  return JSON.parse(c.texts[c.texts.length - 1]!)
+}
+
+/** A refusal that must not reach the broker: the close code, the reason, and no frame forwarded. */
+async function refusedBeforeBroker(c: RawClient, frame: Uint8Array, code: number, reason?: RegExp, b: Bridge = bridge): Promise<void> {
+  expect(await c.opened).toBe(true)
+  const before = framesIn(b)
+  c.send(frame)
+  const closed = await c.closed
+  expect(closed.code).toBe(code)
+  if (reason) expect(closed.reason).toMatch(reason)
+  expect(framesIn(b)).toBe(before)
+}
+
+describe('producer ids belong to the principal they were issued to (4409)', () => {
+  it('a second principal cannot make the first one\'s acknowledged record vanish (end to end, Java reader as judge)', async () => {
+    const topic = uniqueTopic('tenancy')
+    await createTopic(cluster, topic, { partitions: 1 })
+    const tickets: ProducerIdTicket[] = []
+    const victim = createProducer({
+      'bootstrap.servers': 'relay:443', 'linger.ms': 0,
+      transport: websocket({ url: bridge.url, token: token({ sub: 'victim', topics: [topic] }), WebSocket: WebSocket as never, onProducerIdTicket: (t) => tickets.push(t) }),
+    })
+    try {
+      const first = await victim.send({ topic, partition: 0, value: 'victim-1' })
+      expect(tickets.length).toBe(1)
+      const { producerId, producerEpoch } = tickets[0]!
+      // The attacker holds a token for the same topic and the victim's id, epoch and next sequence.
+      const attacker = rawClient(bridge.url, { token: token({ sub: 'attacker', topics: [topic] }) })
+      await refusedBeforeBroker(attacker, produceFrame(topic, forgedBatch('attacker', { producerId, producerEpoch, baseSequence: 1 })),
+        CloseCode.FOREIGN_PRODUCER_ID, /producer id \d+ was not issued to this principal/)
+      expect(bridge.metrics.get('kafka_edge_bridge_rejects_total', { reason: 'foreign_producer_id' })).toBeGreaterThanOrEqual(1)
+      const second = await victim.send({ topic, partition: 0, value: 'victim-2' })
+      expect(second.offset).toBe(first.offset + 1n)
+      const log = await readTopic(cluster, topic, { expected: 2, isolation: 'read_uncommitted' })
+      expect(log.map((r) => new TextDecoder().decode(r.value!))).toEqual(['victim-1', 'victim-2'])
+      expect(log.map((r) => BigInt(r.offset))).toEqual([first.offset, second.offset])
+    } finally { await victim.close() }
+    await expectHealthy()
+  })
+
+  it('a foreign id is refused in InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn', async () => {
+    // The owner gets an id for a transactional id both tokens allow; the other principal never did.
+    const owner = rawClient(bridge.url, { token: token({ sub: 'owner' }) })
+    const init = await owner.request(InitProducerId, 4, { transactionalId: null, transactionTimeoutMs: 60000, producerId: -1n, producerEpoch: -1 })
+    expect(init.errorCode).toBe(0)
+    owner.ws.close()
+    const pid = init.producerId as bigint
+    const other = () => rawClient(bridge.url, { token: token({ sub: 'intruder' }) })
+    const frames = [
+      encodeRequest(InitProducerId, 4, 2, 'x', { transactionalId: null, transactionTimeoutMs: 60000, producerId: pid, producerEpoch: 0 }),
+      encodeRequest(AddPartitionsToTxn, 3, 2, 'x', { transactionalId: 'shop-1', producerId: pid, producerEpoch: 0, topics: [{ name: 'orders', partitions: [0] }] }),
+      encodeRequest(AddOffsetsToTxn, 3, 2, 'x', { transactionalId: 'shop-1', producerId: pid, producerEpoch: 0, groupId: 'g' }),
+      encodeRequest(TxnOffsetCommit, 3, 2, 'x', { transactionalId: 'shop-1', groupId: 'g', producerId: pid, producerEpoch: 0, generationId: -1, memberId: '', groupInstanceId: null, topics: [] }),
+      encodeRequest(EndTxn, 3, 2, 'x', { transactionalId: 'shop-1', producerId: pid, producerEpoch: 0, committed: true }),
+    ]
+    for (const f of frames) await refusedBeforeBroker(other(), f, CloseCode.FOREIGN_PRODUCER_ID)
+    await expectHealthy()
+  })
+
+  it('a ticket carries the binding to another relay instance (load balancer, page reload); a foreign or forged ticket is refused', async () => {
+    const topic = uniqueTopic('ticket')
+    await createTopic(cluster, topic, { partitions: 1 })
+    // A second instance: same token and ticket keys, no memory of the first.
+    const other = await startRelay(cluster)
+    try {
+      const a = rawClient(bridge.url, { token: token({ sub: 'alice' }), protocols: ['kafka-edge.v1', TICKETS, `kafka-edge.bearer.${token({ sub: 'alice' })}`] })
+      const init = await a.request(InitProducerId, 4, { transactionalId: null, transactionTimeoutMs: 60000, producerId: -1n, producerEpoch: -1 })
+      const t = await ticketFrom(a)
+      // The ticket arrives before the answer it is about.
+      expect(t.producerId).toBe(String(init.producerId))
+      expect(t.ticket).toMatch(/^kpt1\.[\w-]+\.[\w-]+$/)
+      a.ws.close()
+      const batch = forgedBatch('resumed', { producerId: init.producerId as bigint, producerEpoch: init.producerEpoch as number, baseSequence: 0 })
+
+      // Without the ticket the other instance does not know the id.
+      await refusedBeforeBroker(rawClient(other.url, { token: token({ sub: 'alice' }) }), produceFrame(topic, batch), CloseCode.FOREIGN_PRODUCER_ID, undefined, other)
+      // With it (presented at the upgrade), the id is alice's there too and the broker takes the batch.
+      const resumed = rawClient(other.url, { protocols: ['kafka-edge.v1', `kafka-edge.bearer.${token({ sub: 'alice' })}`, `kafka-edge.ticket.${t.ticket}`] })
+      expect(await resumed.opened).toBe(true)
+      resumed.send(produceFrame(topic, batch, null, 41))
+      const res = decodeResponse(Produce, 9, (await resumed.next()).subarray(4))
+      expect((res.responses as Array<{ partitionResponses: Array<{ errorCode: number }> }>)[0]!.partitionResponses[0]!.errorCode).toBe(0)
+      resumed.ws.close()
+      // Presented on an open connection (a text message), as the transport does for links opened before the ticket.
+      const late = rawClient(other.url, { token: token({ sub: 'alice' }) })
+      expect(await late.opened).toBe(true)
+      late.ws.send(JSON.stringify({ type: 'producer-id-ticket', ticket: t.ticket }))
+      late.send(produceFrame(topic, forgedBatch('late', { producerId: init.producerId as bigint, producerEpoch: init.producerEpoch as number, baseSequence: 1 }), null, 42))
+      const res2 = decodeResponse(Produce, 9, (await late.next()).subarray(4))
+      expect((res2.responses as Array<{ partitionResponses: Array<{ errorCode: number }> }>)[0]!.partitionResponses[0]!.errorCode).toBe(0)
+      late.ws.close()
+
+      // Another principal presenting alice's ticket, and a ticket with a flipped byte, are refused at once.
+      const bob = rawClient(other.url, { protocols: ['kafka-edge.v1', `kafka-edge.bearer.${token({ sub: 'bob' })}`, `kafka-edge.ticket.${t.ticket}`] })
+      const bobClosed = await bob.closed
+      expect(bobClosed.code).toBe(CloseCode.FOREIGN_PRODUCER_ID)
+      expect(bobClosed.reason).toMatch(/another principal/)
+      const forged = t.ticket.slice(0, -2) + (t.ticket.endsWith('A') ? 'BB' : 'AA')
+      const f = rawClient(other.url, { protocols: ['kafka-edge.v1', `kafka-edge.bearer.${token({ sub: 'alice' })}`, `kafka-edge.ticket.${forged}`] })
+      expect((await f.closed).code).toBe(CloseCode.FOREIGN_PRODUCER_ID)
+      expect(other.metrics.get('kafka_edge_bridge_producer_id_tickets_total', { event: 'refused' })).toBe(2)
+      const log = await readTopic(cluster, topic, { expected: 2, isolation: 'read_uncommitted' })
+      expect(log.map((r) => new TextDecoder().decode(r.value!))).toEqual(['resumed', 'late'])
+    } finally { await other.close() }
+    await expectHealthy()
+  })
+
+  it('the WebSocket transport keeps the latest ticket and presents a saved one on a new relay instance', async () => {
+    const topic = uniqueTopic('ticket-transport')
+    await createTopic(cluster, topic, { partitions: 1 })
+    const got: ProducerIdTicket[] = []
+    const tok = token({ sub: 'carol', topics: [topic] })
+    const p = createProducer({ 'bootstrap.servers': 'relay:443', transport: websocket({ url: bridge.url, token: tok, WebSocket: WebSocket as never, onProducerIdTicket: (t) => got.push(t) }) })
+    await p.send({ topic, partition: 0, value: 'page-1' })
+    await p.close()
+    expect(got.length).toBe(1)
+    const saved = got[0]!
+    // "Reload": a fresh transport, the saved ticket, another relay instance.
+    const other = await startRelay(cluster)
+    try {
+      const t = websocket({ url: other.url, token: tok, WebSocket: WebSocket as never, producerIdTicket: saved.ticket })
+      expect(t.producerIdTicket).toBe(saved.ticket)
+      const frames: Uint8Array[] = []
+      const link = await t.open({ host: 'relay', port: 443, nodeId: -1 }, { onFrame: (f) => frames.push(f), onClose: () => {} })
+      await link.write(produceFrame(topic, forgedBatch('page-2', { producerId: saved.producerId, producerEpoch: saved.producerEpoch, baseSequence: 1 }), null, 77))
+      for (let i = 0; i < 200 && frames.length === 0; i++) await new Promise((r) => setTimeout(r, 20))
+      const res = decodeResponse(Produce, 9, frames[0]!)
+      expect((res.responses as Array<{ partitionResponses: Array<{ errorCode: number }> }>)[0]!.partitionResponses[0]!.errorCode).toBe(0)
+      link.close()
+      expect(other.metrics.get('kafka_edge_bridge_producer_id_tickets_total', { event: 'accepted' })).toBe(1)
+    } finally { await other.close() }
+    expect(() => websocket({ url: bridge.url, token: tok, producerIdTicket: 'not-a-ticket' })).toThrow(ConfigException)
+  })
+
+  it('InitProducerId is capped per principal and per address: 4430, a metric, a typed client error', async () => {
+    const small = await startRelay(cluster, { limits: { initProducerIdsPerMinutePerPrincipal: 3, initProducerIdsPerMinutePerIp: 5 } })
+    try {
+      const init = (c: RawClient) => c.request(InitProducerId, 4, { transactionalId: null, transactionTimeoutMs: 60000, producerId: -1n, producerEpoch: -1 })
+      const dave = rawClient(small.url, { token: token({ sub: 'dave' }) })
+      for (let i = 0; i < 3; i++) expect((await init(dave)).errorCode).toBe(0)
+      await refusedBeforeBroker(dave, encodeRequest(InitProducerId, 4, 99, 'x', { transactionalId: null, transactionTimeoutMs: 60000, producerId: -1n, producerEpoch: -1 }),
+        CloseCode.PRODUCER_ID_RATE_LIMITED, /InitProducerId/, small)
+      // Reconnecting does not refill the principal's allowance.
+      const again = rawClient(small.url, { token: token({ sub: 'dave' }) })
+      await refusedBeforeBroker(again, encodeRequest(InitProducerId, 4, 1, 'x', { transactionalId: null, transactionTimeoutMs: 60000, producerId: -1n, producerEpoch: -1 }),
+        CloseCode.PRODUCER_ID_RATE_LIMITED, undefined, small)
+      // The address cap (5) holds across principals: 3 spent by dave, 2 more by erin, then refused.
+      const erin = rawClient(small.url, { token: token({ sub: 'erin' }) })
+      for (let i = 0; i < 2; i++) expect((await init(erin)).errorCode).toBe(0)
+      await refusedBeforeBroker(erin, encodeRequest(InitProducerId, 4, 99, 'x', { transactionalId: null, transactionTimeoutMs: 60000, producerId: -1n, producerEpoch: -1 }),
+        CloseCode.PRODUCER_ID_RATE_LIMITED, undefined, small)
+      expect(small.metrics.get('kafka_edge_bridge_rejects_total', { reason: 'init_producer_id_rate' })).toBe(3)
+      const e = closeError(4430, 'too many', 'relay', true)
+      expect(e).toBeInstanceOf(PolicyViolationException)
+      expect(e.retriable).toBe(false)
+      expect(closeError(4409, 'x', 'relay', true)).toBeInstanceOf(ClusterAuthorizationException)
+      expect(closeError(4409, 'x', 'relay', true).retriable).toBe(false)
+      expect(closeError(4422, 'x', 'relay', true)).toBeInstanceOf(InvalidTopicException)
+      expect((await assertHealthy(small)).health).toBe(200)
+    } finally { await small.close() }
+  })
+})
+
+describe('names are compared as the broker reads them (4422 for names Kafka refuses)', () => {
+  it('a transactional id or group with a byte-order mark is not the granted id (4403); the broker registers nothing', async () => {
+    const tok = token({ transactional_ids: ['shop-1'], groups: ['orders'] })
+    await refusedBeforeBroker(rawClient(bridge.url, { token: tok }),
+      encodeRequest(InitProducerId, 4, 1, 'x', { transactionalId: '\uFEFFshop-1', transactionTimeoutMs: 60000, producerId: -1n, producerEpoch: -1 }), CloseCode.FORBIDDEN, /transactional id/)
+    await refusedBeforeBroker(rawClient(bridge.url, { token: tok }),
+      encodeRequest(FindCoordinator, 4, 1, 'x', { keyType: 1, coordinatorKeys: ['\uFEFFshop-1'] }), CloseCode.FORBIDDEN)
+    await refusedBeforeBroker(rawClient(bridge.url, { token: tok }),
+      encodeRequest(FindCoordinator, 4, 1, 'x', { keyType: 0, coordinatorKeys: ['orders\uFEFF'] }), CloseCode.FORBIDDEN, /group/)
+    // Unicode look-alikes and normalization forms are different bytes, so different names.
+    await refusedBeforeBroker(rawClient(bridge.url, { token: token({ transactional_ids: ['caf\u00e9'] }) }),
+      encodeRequest(InitProducerId, 4, 1, 'x', { transactionalId: 'cafe\u0301', transactionTimeoutMs: 60000, producerId: -1n, producerEpoch: -1 }), CloseCode.FORBIDDEN)
+    // The exact granted id still passes.
+    const ok = rawClient(bridge.url, { token: tok })
+    expect((await ok.request(FindCoordinator, 4, { keyType: 1, coordinatorKeys: ['shop-1'] })).coordinators).toHaveLength(1)
+    ok.ws.close()
+    await expectHealthy()
+  })
+
+  it('topic names Kafka refuses are refused before any grant is looked at: BOM, > 249 chars, illegal characters, "." and ".."', async () => {
+    const all = token({ topics: ['*'] })
+    for (const name of ['\uFEFFclicks', 'a'.repeat(250), 'a b', 'clicks/eu', '.', '..', 'caf\u00e9', '']) {
+      await refusedBeforeBroker(rawClient(bridge.url, { token: all }),
+        encodeRequest(Metadata, 12, 1, 'x', { topics: [{ topicId: new Uint8Array(16), name }], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false }), CloseCode.INVALID_NAME)
+    }
+    await refusedBeforeBroker(rawClient(bridge.url, { token: all }), produceFrame('\uFEFFclicks', forgedBatch('x', { producerId: -1n, producerEpoch: -1, baseSequence: -1 })), CloseCode.INVALID_NAME)
+    // 249 characters is legal and passes to the broker.
+    const ok = rawClient(bridge.url, { token: all })
+    const md = await ok.request(Metadata, 12, { topics: [{ topicId: new Uint8Array(16), name: 'a'.repeat(249) }], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false })
+    expect((md.topics as Array<{ name: string }>)[0]!.name).toBe('a'.repeat(249))
+    ok.ws.close()
+    await expectHealthy()
+  })
+})
+
+describe('Metadata by topic id is refused in every version that has the field (10-12)', () => {
+  it.each([10, 11, 12])('v%i: an allowed name next to another topic\'s id, and an id alone, are refused with 4403', async (version) => {
+    const secret = uniqueTopic('secret')
+    await createTopic(cluster, secret)
+    const tok = token({ topics: ['allowed-*'] })
+    const id = new Uint8Array(16).fill(7)
+    await refusedBeforeBroker(rawClient(bridge.url, { token: tok }), encodeRequest(Metadata, version, 1, 'x', {
+      topics: [{ topicId: new Uint8Array(16), name: 'allowed-a' }, { topicId: id, name: 'allowed-b' }], allowAutoTopicCreation: false, includeClusterAuthorizedOperations: false, includeTopicAuthorizedOperations: false,
+    }), CloseCode.FORBIDDEN, /topic id/)
+    await refusedBeforeBroker(rawClient(bridge.url, { token: tok }), encodeRequest(Metadata, version, 1, 'x', {
+      topics: [{ topicId: id, name: null }], allowAutoTopicCreation: false, includeClusterAuthorizedOperations: false, includeTopicAuthorizedOperations: false,
+    }), CloseCode.FORBIDDEN, /topic id/)
+    await expectHealthy()
+  })
+})
+
+describe('TxnOffsetCommit topics are checked like Produce topics', () => {
+  it('offsets for a topic outside the token are refused with 4403 inside an allowed group and transactional id', async () => {
+    const tok = token({ topics: ['allowed-*'], groups: ['g-1'], transactional_ids: ['shop-*'] })
+    await refusedBeforeBroker(rawClient(bridge.url, { token: tok }), encodeRequest(TxnOffsetCommit, 3, 1, 'x', {
+      transactionalId: 'shop-1', groupId: 'g-1', producerId: -1n, producerEpoch: -1, generationId: -1, memberId: '', groupInstanceId: null,
+      topics: [{ name: 'payments', partitions: [{ partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1, committedMetadata: null }] }],
+    }), CloseCode.FORBIDDEN, /topic payments/)
+    await expectHealthy()
+  })
+})
+
+/** Writes raw HTTP on a fresh TCP connection and resolves with what came back when it closes. */
+function rawHttp(port: number, text: string): Promise<string> {
+  return new Promise((resolve) => {
+    const s = connect({ host: '127.0.0.1', port })
+    let got = ''
+    s.on('data', (d) => { got += d.toString() })
+    s.on('close', () => resolve(got))
+    s.on('error', () => {})
+    s.write(text)
+  })
+}
+
+describe('HTTP and upgrade accounting', () => {
+  it('upgrades the WebSocket layer refuses (no Sec-WebSocket-Key) hold no per-address slot', async () => {
+    const small = await startRelay(cluster, { limits: { connectionsPerIp: 3 } })
+    try {
+      for (let i = 0; i < 20; i++) {
+        const res = await rawHttp(small.port, `GET /kafka HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: kafka-edge.v1\r\n\r\n`)
+        expect(res).toMatch(/^HTTP\/1.1 400/)
+      }
+      const good = Array.from({ length: 3 }, () => rawClient(small.url))
+      for (const c of good) expect((await c.request(ApiVersions, 3, { clientSoftwareName: 't', clientSoftwareVersion: '1' })).errorCode).toBe(0)
+      // The cap itself still holds for accepted connections.
+      expect((await rawClient(small.url).closed).status).toBe(429)
+      for (const c of good) c.ws.close()
+    } finally { await small.close() }
+  })
+
+  it('keep-alive slowloris: after one fast request, the next request\'s headers get the same deadline', async () => {
+    const s = connect({ host: '127.0.0.1', port: bridge.port })
+    await new Promise<void>((r) => s.once('connect', () => r()))
+    let got = ''
+    s.on('data', (d) => { got += d.toString() })
+    s.write('GET /healthz HTTP/1.1\r\nHost: relay\r\nConnection: keep-alive\r\n\r\n')
+    for (let i = 0; i < 100 && !got.includes('"ok"'); i++) await new Promise((r) => setTimeout(r, 10))
+    expect(got).toMatch(/^HTTP\/1.1 200/)
+    const t0 = Date.now()
+    s.write('GET /healthz HTTP/1.1\r\nHost: relay\r\n')
+    const trickle = setInterval(() => { if (!s.destroyed) s.write('X-Slow: a\r\n') }, 100)
+    await new Promise<void>((r) => s.once('close', () => r()))
+    clearInterval(trickle)
+    // upgradeTimeoutMs is 1 s in this suite; Node's own check would have let it run for a minute.
+    expect(Date.now() - t0).toBeLessThan(5000)
+    await expectHealthy()
+  })
+})
+
+describe('topic patterns match in linear time', () => {
+  it('patterns that make a backtracking matcher explode decide 32 KiB names at once, and mean what they say', () => {
+    const evil = compilePatterns(['a*a*a*a*a*a*a*a*a*a*a*a*b', '*x*y*z*'])
+    const long = 'a'.repeat(32 * 1024)
+    // A regex built from these patterns takes longer than the suite's timeout on each of these.
+    for (let i = 0; i < 200; i++) expect(evil(long)).toBe(false)
+    expect(evil(`${long}b`)).toBe(true)
+    expect(evil('-x-y-z-')).toBe(true)
+    expect(evil('-x-z-y-')).toBe(false)
+    const m = compilePatterns(['ab*ab', 'pre*mid*suf'])
+    expect(m('abab')).toBe(true)
+    expect(m('aba')).toBe(false)
+    expect(m('ab-x-ab')).toBe(true)
+    expect(m('premidsuf')).toBe(true)
+    expect(m('presuf')).toBe(false)
+    expect(m('pre-suf-mid-suf')).toBe(true)
+  })
+
+  it('over the wire: ten connections naming a crafted 249-character topic are refused and the relay answers', async () => {
+    const name = 'a'.repeat(249)
+    await Promise.all(Array.from({ length: 10 }, (_, i) => refusedBeforeBroker(rawClient(bridge.url, { token: token({ sub: `crafter-${i}`, topics: ['a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b'] }) }),
+      encodeRequest(Metadata, 12, 1, 'x', { topics: Array.from({ length: 50 }, () => ({ topicId: new Uint8Array(16), name })), allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false }),
+      CloseCode.FORBIDDEN)))
+    await expectHealthy()
+  })
+})
+
+describe('parsing has a shared budget', () => {
+  it('more names than maxNamesPerRequest are refused from the array count (4400); the limit itself passes', async () => {
+    const small = await startRelay(cluster, { limits: { maxNamesPerRequest: 100 } })
+    try {
+      const md = (n: number) => encodeRequest(Metadata, 12, 1, 'x', { topics: Array.from({ length: n }, (_, i) => ({ topicId: new Uint8Array(16), name: `t-${i}` })), allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false })
+      await refusedBeforeBroker(rawClient(small.url), md(101), CloseCode.BAD_FRAME, /at most 100 names/, small)
+      const ok = rawClient(small.url)
+      expect(await ok.opened).toBe(true)
+      ok.send(md(100))
+      await ok.next()
+      ok.ws.close()
+      expect(small.metrics.get('kafka_edge_bridge_rejects_total', { reason: 'too_many_names' })).toBe(1)
+    } finally { await small.close() }
+  })
+
+  it('many connections sending large frames at once are read a few at a time; every one is answered and /healthz stays up', async () => {
+    // Budget for one 1 MiB message at a time; twelve 900 KiB Metadata frames of 30,000 names each.
+    const small = await startRelay(cluster, { limits: { maxFrameBytes: 1024 * 1024, parseBudgetBytes: 1024 * 1024 } })
+    try {
+      const names = Array.from({ length: 30_000 }, (_, i) => ({ topicId: new Uint8Array(16), name: `n${i}`.padEnd(12, 'x') }))
+      const frame = encodeRequest(Metadata, 12, 1, 'x', { topics: names, allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false })
+      expect(frame.length).toBeGreaterThan(800 * 1024)
+      const clients = Array.from({ length: 12 }, (_, i) => rawClient(small.url, { token: token({ sub: `bulk-${i}` }) }))
+      await Promise.all(clients.map((c) => c.opened))
+      for (const c of clients) c.send(frame)
+      const health = await fetch(`${small.httpUrl}/healthz`)
+      expect(health.status).toBe(200)
+      const closed = await Promise.all(clients.map((c) => c.closed))
+      for (const c of closed) expect(c.code).toBe(CloseCode.BAD_FRAME)
+      expect(small.metrics.get('kafka_edge_bridge_parse_budget_waits_total')).toBeGreaterThan(0)
+      expect(/kafka_edge_bridge_parse_budget_bytes (\d+)/.exec(small.metrics.render())![1]).toBe('0')
+      expect((await assertHealthy(small)).health).toBe(200)
     } finally { await small.close() }
   })
 })

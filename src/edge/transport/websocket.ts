@@ -1,4 +1,7 @@
-import { AuthenticationException, AuthorizationException, ConfigException, KafkaEdgeError, NetworkException, ProtocolError, RecordTooLargeException } from '../errors.js'
+import {
+  AuthenticationException, AuthorizationException, ClusterAuthorizationException, ConfigException, InvalidTopicException, KafkaEdgeError, NetworkException,
+  PolicyViolationException, ProtocolError, RecordTooLargeException,
+} from '../errors.js'
 import type { BrokerAddress, Link, LinkHandlers, Transport } from './transport.js'
 
 /** The subset of the WHATWG WebSocket this transport uses: browsers, workerd, Node 22, and `ws`. */
@@ -7,7 +10,7 @@ export interface WebSocketLike {
   readonly readyState: number
   readonly bufferedAmount: number
   readonly protocol: string
-  send(data: Uint8Array): void
+  send(data: Uint8Array | string): void
   close(code?: number, reason?: string): void
   addEventListener(type: 'open', listener: () => void): void
   addEventListener(type: 'message', listener: (event: { data: unknown }) => void): void
@@ -33,10 +36,59 @@ export interface WebSocketTransportOptions {
   /** First reconnect delay after a failed or short-lived connection; doubles up to reconnectBackoffMaxMs. */
   reconnectBackoffMs?: number
   reconnectBackoffMaxMs?: number
+  /**
+   * A producer-id ticket saved from an earlier page or process (see `onProducerIdTicket`): presented
+   * on every connection until the relay issues a newer one, so a resumed producer id is accepted.
+   */
+  producerIdTicket?: string
+  /** Called with every ticket the relay issues (after each InitProducerId); persist `ticket` to resume the producer id later. */
+  onProducerIdTicket?: (ticket: ProducerIdTicket) => void
+}
+
+/**
+ * The relay's proof that a producer id was issued to this client's principal (docs/relay.md,
+ * "Producer-id tickets"). Opaque to the client: store `ticket` as is.
+ */
+export interface ProducerIdTicket {
+  ticket: string
+  producerId: bigint
+  producerEpoch: number
+  transactionalId: string | null
+  /** Seconds since the epoch. */
+  expiresAt: number
+}
+
+/** The WebSocket transport, plus the latest producer-id ticket it holds. */
+export interface WebSocketTransport extends Transport {
+  readonly producerIdTicket: string | null
 }
 
 export const RELAY_SUBPROTOCOL = 'kafka-edge.v1'
 const BEARER = 'kafka-edge.bearer.'
+/** Tells the relay this client reads producer-id tickets (text messages). */
+const TICKETS = 'kafka-edge.tickets.v1'
+/** Presents a ticket at the upgrade. */
+const TICKET = 'kafka-edge.ticket.'
+const TICKET_SHAPE = /^kpt1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/
+
+/** Shared by every link of one transport: the latest ticket and the sockets to present a new one on. */
+interface TicketState {
+  ticket: string | null
+  open: Set<WebSocketLike>
+  onTicket?: (t: ProducerIdTicket) => void
+}
+
+/** A relay text message: a producer-id ticket, or null when it is anything else. */
+function parseTicketMessage(text: string): ProducerIdTicket | null {
+  try {
+    const m = JSON.parse(text) as Record<string, unknown>
+    if (m.type !== 'producer-id-ticket' || typeof m.ticket !== 'string' || !TICKET_SHAPE.test(m.ticket) || typeof m.producerId !== 'string') return null
+    return {
+      ticket: m.ticket, producerId: BigInt(m.producerId), producerEpoch: Number(m.producerEpoch),
+      transactionalId: typeof m.transactionalId === 'string' ? m.transactionalId : null, expiresAt: Number(m.expiresAt),
+    }
+  } catch { return null }
+}
 
 /**
  * Kafka over a WebSocket through the kafka-edge relay: one binary message per frame, both ways. The
@@ -47,10 +99,15 @@ const BEARER = 'kafka-edge.bearer.'
  * Reconnection belongs to the Cluster (it calls open() again); this transport only spaces repeated
  * attempts to the same broker with exponential backoff and jitter, so a flapping relay is not hammered.
  */
-export function websocket(options: WebSocketTransportOptions): Transport {
+export function websocket(options: WebSocketTransportOptions): WebSocketTransport {
   const backoff = new Map<string, { failures: number; notBefore: number }>()
+  if (options.producerIdTicket !== undefined && !TICKET_SHAPE.test(options.producerIdTicket)) {
+    throw new ConfigException('producerIdTicket is not a ticket from onProducerIdTicket')
+  }
+  const tickets: TicketState = { ticket: options.producerIdTicket ?? null, open: new Set(), onTicket: options.onProducerIdTicket }
   return {
     name: 'websocket',
+    get producerIdTicket() { return tickets.ticket },
     open: async (address, handlers) => {
       const key = address.nodeId >= 0 ? `${address.host}:${address.port}` : 'bootstrap'
       const b = backoff.get(key)
@@ -64,7 +121,7 @@ export function websocket(options: WebSocketTransportOptions): Transport {
         backoff.set(key, { failures, notBefore: Date.now() + base * (0.8 + Math.random() * 0.4) })
       }
       try {
-        return await openSocket(address, wrap(handlers, started, settle), options, token)
+        return await openSocket(address, wrap(handlers, started, settle), options, token, tickets)
       } catch (e) {
         settle(false)
         throw e
@@ -99,6 +156,9 @@ export function closeError(code: number, reason: string, where: string, tokenRef
     case 4403: return new AuthorizationException(`relay refused the request (${code})${why}`)
     case 4404: return new AuthorizationException(`relay refused the destination broker (${code})${why}: it is not among the brokers the relay may dial`)
     case 4400: return new ProtocolError(`relay says the client sent a malformed frame (${code})${why}`)
+    case 4409: return new ClusterAuthorizationException(`relay refused a producer id not issued to this token's principal (${code})${why}; resume ids with their ticket`)
+    case 4422: return new InvalidTopicException(`relay refused a name Kafka would refuse (${code})${why}`)
+    case 4430: return new PolicyViolationException(`relay refused another producer id (${code})${why}; reuse producers`)
     case 1009: return new RecordTooLargeException(`relay refused a request larger than its frame limit (1009)${why}`)
     default: return new NetworkException(`connection to ${where} closed (${code})${why}`)
   }
@@ -113,12 +173,13 @@ export function upgradeError(status: number, where: string): KafkaEdgeError {
   return new NetworkException(`${why}`)
 }
 
-function openSocket(address: BrokerAddress, handlers: LinkHandlers, o: WebSocketTransportOptions, token: string): Promise<Link> {
+function openSocket(address: BrokerAddress, handlers: LinkHandlers, o: WebSocketTransportOptions, token: string, tickets: TicketState): Promise<Link> {
   const Ctor = o.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket
   if (!Ctor) throw new KafkaEdgeError('no WebSocket in this runtime: pass websocket({ WebSocket }) (on Node 20 use the ws package)')
   const tokenIn = o.tokenIn ?? 'protocol'
-  const protocols = [RELAY_SUBPROTOCOL, ...(o.protocols ?? [])]
+  const protocols = [RELAY_SUBPROTOCOL, ...(o.protocols ?? []), TICKETS]
   if (tokenIn === 'protocol') protocols.push(`${BEARER}${token}`)
+  if (tickets.ticket !== null) protocols.push(`${TICKET}${tickets.ticket}`)
   const where = address.nodeId >= 0 ? `${address.host}:${address.port} (node ${address.nodeId}) via relay` : 'relay bootstrap'
   const maxBuffered = o.maxBufferedBytes ?? 4 * 1024 * 1024
   const refreshable = typeof o.token === 'function'
@@ -145,6 +206,7 @@ function openSocket(address: BrokerAddress, handlers: LinkHandlers, o: WebSocket
       if (closed) return
       closed = true
       clearTimeout(timer)
+      tickets.open.delete(ws)
       if (!opened) reject(error ?? new NetworkException(`WebSocket to ${where} closed while connecting`))
       else handlers.onClose(localClose ? undefined : error ?? new NetworkException(`connection to ${where} closed`))
     }
@@ -157,6 +219,7 @@ function openSocket(address: BrokerAddress, handlers: LinkHandlers, o: WebSocket
       if (closed) return
       opened = true
       clearTimeout(timer)
+      tickets.open.add(ws)
       resolve({
         write: async (frame) => {
           if (closed) throw new NetworkException(`connection to ${where} is closed`)
@@ -178,6 +241,17 @@ function openSocket(address: BrokerAddress, handlers: LinkHandlers, o: WebSocket
     ws.addEventListener('message', (event: { data: unknown }) => {
       if (closed) return
       const data = event.data
+      if (typeof data === 'string') {
+        const t = parseTicketMessage(data)
+        if (!t) return fail(new ProtocolError('relay sent a text message that is not a producer-id ticket'))
+        tickets.ticket = t.ticket
+        // The other links may reach other relay instances: present the ticket there before any
+        // request that uses the id (it arrives ahead of the InitProducerId answer).
+        const control = JSON.stringify({ type: 'producer-id-ticket', ticket: t.ticket })
+        for (const other of tickets.open) if (other !== ws) { try { other.send(control) } catch { /* closing: it presents the ticket when it reopens */ } }
+        tickets.onTicket?.(t)
+        return
+      }
       if (!(data instanceof ArrayBuffer)) return fail(new ProtocolError(`relay sent a ${typeof data} message; expected one binary Kafka frame`))
       if (data.byteLength < 4) return fail(new ProtocolError('relay sent a message shorter than a size prefix'))
       const size = new DataView(data).getInt32(0)
