@@ -16,8 +16,9 @@ export default [
     // Until they load on demand this ceiling only stops growth (raised from 43.5 kB when the debug/logger
     // setting, the error policy and later producer fixes measured 43.8 kB; then to 47.3 kB for the
     // resumable producer: checkpoint.ts, DescribeProducers and the resume path, about 3.4 kB gzip; then
-    // to 47.6 kB for the observer setting and the idempotence manager's checked transitions).
-    limit: '47.6 kB',
+    // to 47.6 kB for the observer setting and the idempotence manager's checked transitions; then to
+    // 48 kB for the relay's producer-id tickets in the WebSocket transport).
+    limit: '48 kB',
   },
   {
     name: 'analytics SDK JS (kafka-edge/browser: createAnalytics, producer included)',
@@ -26,7 +27,7 @@ export default [
     gzip: true,
     modifyEsbuildConfig: esm,
     // Issue #13 asks for 12 kB; the SDK's own code is about 3 kB of it, the rest is the producer above.
-    limit: '50.3 kB',
+    limit: '50.7 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',
