@@ -37,7 +37,10 @@ export async function startRelayProcess(cluster: Cluster, limits: Record<string,
     listen: '127.0.0.1:0', brokers: [cluster.saslBootstrap],
     sasl: { mechanism: 'SCRAM-SHA-512', username: 'relay', passwordEnv: 'BENCH_SASL_PASSWORD' },
     auth: { secretEnv: 'KAFKA_EDGE_BRIDGE_SECRET', audience: 'bench' },
-    limits: { connectionsPerIp: 10_000, connectionsPerPrincipal: 10_000, framesPerSec: 0, bytesPerSec: 0, principalFramesPerSec: 0, principalBytesPerSec: 0, initProducerIdsPerMinutePerIp: 0, ...limits },
+    limits: {
+      connectionsPerIp: 10_000, connectionsPerPrincipal: 10_000, framesPerSec: 0, bytesPerSec: 0, principalFramesPerSec: 0, principalBytesPerSec: 0,
+      initProducerIdsPerMinutePerIp: 0, ...limits,
+    },
     log: { level: 'info' },
   }))
   // BENCH_RELAY_PROFILE=<dir>: the relay writes a V8 CPU profile there when it exits.

@@ -59,7 +59,9 @@ export type Verdict =
  * cannot parse is a version whose topic names it cannot check). Everything else, SASL from clients
  * included, is refused: the relay authenticates to the brokers itself.
  */
-const ALLOWED = new Map<number, ApiSchema>([Produce, Metadata, FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, ApiVersions].map((a) => [a.key, a]))
+const ALLOWED = new Map<number, ApiSchema>(
+  [Produce, Metadata, FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, ApiVersions].map((a) => [a.key, a]),
+)
 
 const refuse = (code: number, reason: string, metric: string): Verdict => ({ ok: false, code, reason, metric })
 const forbidden = (reason: string, metric: string) => refuse(CloseCode.FORBIDDEN, reason, metric)

@@ -182,7 +182,9 @@ export async function fetchBrokers(target: HostPort, cfg: BridgeConfig): Promise
       up.socket.once('error', (e) => { clearTimeout(timer); reject(new UpstreamError('connect', `bootstrap server ${hostPortKey(target)}: ${e.message}`, { cause: e })) })
       up.socket.once('close', () => { clearTimeout(timer); reject(new UpstreamError('connect', 'bootstrap server closed during metadata')) })
       // v9: flexible, brokers list unchanged since; supported by every broker from Kafka 2.4.
-      up.socket.write(encodeRequest(Metadata, 9, RELAY_CORRELATION + 100, CLIENT_ID, { topics: [], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false, includeClusterAuthorizedOperations: false }))
+      up.socket.write(encodeRequest(Metadata, 9, RELAY_CORRELATION + 100, CLIENT_ID, {
+        topics: [], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false, includeClusterAuthorizedOperations: false,
+      }))
     })
   } finally { up.socket.destroy() }
 }

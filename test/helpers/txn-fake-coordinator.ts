@@ -82,13 +82,15 @@ export class FakeCoordinators {
       }
       case AddPartitionsToTxn.name: {
         const errorCode = scripted ?? wrongTxn
-        return { throttleTimeMs: 0, results: (body.topics as Array<{ name: string; partitions: number[] }>).map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p, errorCode })) })) }
+        const topics = body.topics as Array<{ name: string; partitions: number[] }>
+        return { throttleTimeMs: 0, results: topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p, errorCode })) })) }
       }
       case AddOffsetsToTxn.name:
         return { throttleTimeMs: 0, errorCode: scripted ?? wrongTxn }
       case TxnOffsetCommit.name: {
         const errorCode = scripted ?? (node !== this.groupCoordinator ? 16 : 0)
-        return { throttleTimeMs: 0, topics: (body.topics as Array<{ name: string; partitions: Array<{ partitionIndex: number }> }>).map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })) }
+        const topics = body.topics as Array<{ name: string; partitions: Array<{ partitionIndex: number }> }>
+        return { throttleTimeMs: 0, topics: topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })) }
       }
       case EndTxn.name: {
         const errorCode = scripted ?? wrongTxn

@@ -145,7 +145,8 @@ describe('resume from a checkpoint (Kafka 4.4)', () => {
       const md = await p.send({ topic, value: 'once' })
       const conn = p.cluster.connection(p.cluster.leaderFor(topic, 0))
       const produce = async () => {
-        const res = await conn.request(Produce, { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData: [{ name: topic, partitionData: [{ index: 0, records: sent! }] }] }).response
+        const topicData = [{ name: topic, partitionData: [{ index: 0, records: sent! }] }]
+        const res = await conn.request(Produce, { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData }).response
         const pr = (res.responses as Array<{ partitionResponses: Array<{ errorCode: number; baseOffset: bigint }> }>)[0]!.partitionResponses[0]!
         return { error: errorInfo(pr.errorCode).name, baseOffset: pr.baseOffset }
       }

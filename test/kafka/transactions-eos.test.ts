@@ -110,7 +110,9 @@ for (const tv of [2, 1] as const) describe(`consume-process-produce exactly once
   beforeAll(async () => { cluster = await ensureCluster(tv === 2 ? { name: 'txn' } : { name: 'txn-tv1', tv: 1 }) })
   afterAll(() => { for (const c of children) c.kill('SIGKILL') })
 
-  function startProcessor(args: object): { child: ChildProcess; lines: string[]; exited: Promise<number | null>; waitLine: (pred: (l: string) => boolean, ms: number) => Promise<string> } {
+  function startProcessor(args: object): {
+    child: ChildProcess; lines: string[]; exited: Promise<number | null>; waitLine: (pred: (l: string) => boolean, ms: number) => Promise<string>
+  } {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/helpers/eos-processor.ts'), JSON.stringify(args)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
     children.add(child)
     const lines: string[] = []
@@ -197,6 +199,7 @@ for (const tv of [2, 1] as const) describe(`consume-process-produce exactly once
 
     const ends = await endOffsets(cluster, input)
     const offsets = await groupOffsets(cluster, group)
-    expect(Object.fromEntries(offsets.filter((o) => o.topic === input).map((o) => [o.partition, o.offset]))).toEqual(Object.fromEntries(Object.entries(ends).map(([k, v]) => [Number(k), v])))
+    const committedOffsets = Object.fromEntries(offsets.filter((o) => o.topic === input).map((o) => [o.partition, o.offset]))
+    expect(committedOffsets).toEqual(Object.fromEntries(Object.entries(ends).map(([k, v]) => [Number(k), v])))
   }, 300_000)
 })

@@ -175,7 +175,9 @@ describe('relay identity settings (issue 12)', () => {
     expect(refused({ auth: { secret: SECRET, algorithms: ['none'] } })).toMatch(/not one of/)
     expect(refused({ auth: { secret: SECRET, ticketSecret: 'short' } })).toMatch(/at least 32/)
     expect(cfg({ auth: { secret: SECRET, ticketSecretEnv: 'T' } }, { T: 't'.repeat(32) }).auth.ticketSecrets).toEqual(['t'.repeat(32)])
-    expect(cfg({}).limits).toMatchObject({ maxNamesPerRequest: 10_000, parseBudgetBytes: 32 * 1024 * 1024, initProducerIdsPerMinutePerPrincipal: 60, initProducerIdsPerMinutePerIp: 600 })
+    expect(cfg({}).limits).toMatchObject({
+      maxNamesPerRequest: 10_000, parseBudgetBytes: 32 * 1024 * 1024, initProducerIdsPerMinutePerPrincipal: 60, initProducerIdsPerMinutePerIp: 600,
+    })
   })
 })
 

@@ -112,7 +112,8 @@ describe('application calls in every state: illegal ones throw a typed error and
           const r = await run(invoke(), 50).catch((e: Error) => ({ ok: false as const, error: e }))
           expect(r.ok).toBe(false)
           const e = (r as { error: Error }).error
-          const typed = e instanceof IllegalStateException || e instanceof TransactionAbortableException || e instanceof FatalTransactionException || e instanceof ProducerFencedException
+          const typed = e instanceof IllegalStateException || e instanceof TransactionAbortableException || e instanceof FatalTransactionException ||
+            e instanceof ProducerFencedException
           expect(typed, `${e.name}: ${e.message}`).toBe(true)
           expect(tm.state).toBe(state)
         }
