@@ -16,9 +16,10 @@ export default [
     // Until they load on demand this ceiling only stops growth (raised from 43.5 kB when the debug/logger
     // setting, the error policy and later producer fixes measured 43.8 kB; then to 47.3 kB for the
     // resumable producer: checkpoint.ts, DescribeProducers and the resume path, about 3.4 kB gzip; then
-    // to 47.7 kB when transactions and SASL moved behind producer/extensions.ts, whose install module
-    // and two "not in this build" messages this entry carries).
-    limit: '47.7 kB',
+    // to 47.6 kB for the observer setting and the idempotence manager's checked transitions; then to
+    // 48 kB for the relay's producer-id tickets in the WebSocket transport. Transactions and SASL now
+    // load through producer/install.ts, which this entry imports: measured 47.9 kB).
+    limit: '48 kB',
   },
   {
     name: 'analytics SDK JS (kafka-edge/browser: createAnalytics, producer included)',
@@ -27,10 +28,10 @@ export default [
     gzip: true,
     modifyEsbuildConfig: esm,
     // Issue #15 asks for 12 kB. This entry imports the producer without producer/install.ts, so
-    // transactions and SASL stay out (6.5 kB gzip less than the full producer); the idempotent path
+    // transactions and SASL stay out; the idempotent path
     // that remains (producer, sender, accumulator, config, error table, client, protocol, WASM loader)
-    // is about 38 kB of it, the SDK (analytics.ts, outbox.ts) about 3.5 kB. Measured 41.2 kB.
-    limit: '41.3 kB',
+    // is about 38.5 kB of it, the SDK (analytics.ts, outbox.ts) about 3.5 kB. Measured 42.1 kB.
+    limit: '42.1 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',

@@ -37,7 +37,10 @@ export async function startRelayProcess(cluster: Cluster, limits: Record<string,
     listen: '127.0.0.1:0', brokers: [cluster.saslBootstrap],
     sasl: { mechanism: 'SCRAM-SHA-512', username: 'relay', passwordEnv: 'BENCH_SASL_PASSWORD' },
     auth: { secretEnv: 'KAFKA_EDGE_BRIDGE_SECRET', audience: 'bench' },
-    limits: { connectionsPerIp: 10_000, connectionsPerPrincipal: 10_000, framesPerSec: 0, bytesPerSec: 0, principalFramesPerSec: 0, principalBytesPerSec: 0, initProducerIdsPerMinutePerIp: 0, ...limits },
+    limits: {
+      connectionsPerIp: 10_000, connectionsPerPrincipal: 10_000, framesPerSec: 0, bytesPerSec: 0, principalFramesPerSec: 0, principalBytesPerSec: 0,
+      initProducerIdsPerMinutePerIp: 0, ...limits,
+    },
     log: { level: 'info' },
   }))
   // BENCH_RELAY_PROFILE=<dir>: the relay writes a V8 CPU profile there when it exits.
@@ -209,7 +212,7 @@ export default async function bridge(): Promise<void> {
     printTable(results, 'kafka-edge-direct')
     const file = writeReport(report('bridge', {
       records: RECORDS, rounds: ROUNDS, kept: 'best records/s round per path; relay CPU summed over all relay rounds',
-      fullSpeed: 'the produce suite\'s kafka-edge child under Node 22 (bench/peers): 100-byte random A-Z values, acks=all, enable.idempotence=true, compression lz4, linger.ms 5, one send() per record; the relay path uses websocket() over the ws package',
+      fullSpeed: 'the produce suite\'s kafka-edge child under Node 22 (bench/peers): 100-byte random A-Z values, acks=all, enable.idempotence=true, compression lz4, linger.ms 5, one send() per record; the relay path uses websocket() over the ws package, with bufferutil (native masking) installed as for the relay',
       relayCpuPerMB: 'relay process user+system CPU during the relay runs / kafka_edge_bridge_bytes_total over them (bytes on the WebSocket side, lz4-compressed batches)',
       latencyRequests: LAT_REQUESTS, latencyApi: 'Metadata v12 (1 topic), sequential',
       loadConnections: CONNECTIONS, relay: 'separate process, SCRAM-SHA-512 to the SASL listener; direct = PLAINTEXT listener of the same broker',

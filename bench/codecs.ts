@@ -29,7 +29,7 @@ const zstdNative = require('zstd-napi') as {
   compress(b: Uint8Array, p?: { compressionLevel?: number }): Buffer; decompress(b: Uint8Array): Buffer
 }
 const zstdCodec = await new Promise<{ compress(b: Uint8Array, level: number): Uint8Array }>((res) => {
-  (require('zstd-codec') as { ZstdCodec: { run(cb: (z: any) => void): void } }).ZstdCodec.run((z) => res(new z.Simple()))
+  (require('zstd-codec') as { ZstdCodec: { run(cb: (z: { Simple: new () => { compress(b: Uint8Array, level: number): Uint8Array } }) => void): void } }).ZstdCodec.run((z) => res(new z.Simple()))
 })
 
 type Fn = (src: Uint8Array) => Uint8Array

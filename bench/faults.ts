@@ -151,7 +151,9 @@ export default async function faults(args: string[]): Promise<void> {
         failedClaimedNotWrittenInLog: a.phantom.length, failedInLog: a.failedFoundInLog,
         foreign: a.foreign.length, wrongPartition: a.wrongPartition.length, read: a.read,
         errorSamples: [...errorCounts].sort((x, y) => y[1] - x[1]).slice(0, 4).map(([m, c]) => `${c}x ${m}`),
-        examples: Object.fromEntries(Object.entries({ duplicates: a.duplicates, ackedMissing: a.missing, orderViolations: a.orderViolations, failedClaimedNotWrittenInLog: a.phantom })
+        examples: Object.fromEntries(Object.entries({
+          duplicates: a.duplicates, ackedMissing: a.missing, orderViolations: a.orderViolations, failedClaimedNotWrittenInLog: a.phantom,
+        })
           .filter(([, xs]) => xs.length > 0).map(([k, xs]) => [k, xs.slice(0, 5)])),
         ...(note ? { note } : {}),
         ...(proxy ? { proxy: { ...proxy.counters } } : {}),

@@ -54,7 +54,6 @@ function whyFailed(log: string): string[] {
   const keep = /ENOTFOUND|Could not resolve|unable to resolve|Download of|failed \(|Failed to install|Configure failed|npm error (command|code|path)|gyp ERR! (stack Error|not ok)|error:/i
   const seen = new Set<string>()
   const out: string[] = []
-  // eslint-disable-next-line no-control-regex
   for (const raw of log.split('\n')) {
     const line = raw.replace(/\x1b\[[0-9;]*m|\x1b\(B/g, '').trim()
     if (!keep.test(line) || seen.has(line) || /^checking for/.test(line)) continue

@@ -66,7 +66,9 @@ const PEERS = [
 /** The JavaScript peers the ">= 2x the best JavaScript peer" target compares with. */
 const JS_PEERS = ['confluent', 'platformatic-idempotent', 'platformatic', 'kafkajs-idempotent', 'kafkajs']
 
-export interface ChildResult { records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number; maxOutstanding?: number; firstError?: string; brokerCpuUs?: number }
+export interface ChildResult {
+  records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number; maxOutstanding?: number; firstError?: string; brokerCpuUs?: number
+}
 export interface Config { valueBytes: number; compression: string }
 const configName = (c: Config) => `${c.valueBytes}B ${c.compression}`
 const recordsFor = (js: boolean, valueBytes: number) => Math.max(1000, Math.round((js ? JS_RECORDS : RECORDS) * Math.min(1, 256 / valueBytes)))
@@ -111,7 +113,8 @@ export default async function produce(args: string[]): Promise<void> {
   const runPeerOnly = async (impl: string, runtime: string, topic: string, n: number, c: Config, viaTls = false, profile = false): Promise<ChildResult> => {
     if (runtime === 'java') return javaChild(harness.classpath(), viaTls ? secure.bootstrap : bootstrap, topic, n, c, viaTls ? secure.java : [])
     const node = runtime === 'node20' ? process.execPath : peers.NODE22
-    return nodeChild(node, childJs, impl, viaTls ? secure.bootstrap : bootstrap, topic, n, c, profile, { ...childEnv, ...(viaTls ? { BENCH_SECURITY: JSON.stringify(secure.edge) } : {}) })
+    const env = { ...childEnv, ...(viaTls ? { BENCH_SECURITY: JSON.stringify(secure.edge) } : {}) }
+    return nodeChild(node, childJs, impl, viaTls ? secure.bootstrap : bootstrap, topic, n, c, profile, env)
   }
 
   const loadBefore = loadavg()
@@ -321,7 +324,9 @@ function secureEndpoint(cluster: import('../test/helpers/kafka.js').Cluster, kaf
   }
 }
 
-export function nodeChild(node: string, childJs: string, impl: string, bootstrap: string, topic: string, n: number, c: Config, profile: boolean, env: Record<string, string>): Promise<ChildResult> {
+export function nodeChild(
+  node: string, childJs: string, impl: string, bootstrap: string, topic: string, n: number, c: Config, profile: boolean, env: Record<string, string>,
+): Promise<ChildResult> {
   const profDir = join(tmpdir(), 'kafka-edge-bench-prof')
   if (profile) mkdirSync(profDir, { recursive: true })
   const argv = [...NODE_FLAGS, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), childJs, '--child', impl, bootstrap, topic, String(n), c.compression, String(c.valueBytes)]

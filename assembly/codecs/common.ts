@@ -43,3 +43,42 @@ export function storeU32BE(p: usize, v: u32): void {
 export function loadU32BE(p: usize): u32 {
   return bswap<u32>(load<u32>(p))
 }
+
+/**
+ * Copies `len` bytes from src to dst, eight at a time when `wild`: the last store may write up to
+ * seven bytes past dst + len and read as far past src + len, so callers pass `wild` only where they
+ * checked that room (the few bytes land where the next element is written anyway).
+ */
+// @ts-ignore: decorator
+@inline
+export function copyLiteral(dst: usize, src: usize, len: usize, wild: bool): void {
+  if (wild) {
+    let n: usize = 0
+    do {
+      store<u64>(dst + n, load<u64>(src + n))
+      n += 8
+    } while (n < len)
+  } else {
+    memory.copy(dst, src, len)
+  }
+}
+
+/**
+ * LZ77 match copy of `len` bytes from `dist` bytes back. Overlap is the point (dist < len repeats a
+ * pattern), so memory.copy's memmove semantics would be wrong; eight bytes at a time is exact when
+ * dist >= 8, and `wild` again means the caller checked room for the overshoot.
+ */
+// @ts-ignore: decorator
+@inline
+export function copyMatch(op: usize, dist: usize, len: usize, wild: bool): void {
+  const m = op - dist
+  if (wild && dist >= 8) {
+    let n: usize = 0
+    do {
+      store<u64>(op + n, load<u64>(m + n))
+      n += 8
+    } while (n < len)
+  } else {
+    for (let n: usize = 0; n < len; n++) store<u8>(op + n, load<u8>(m + n))
+  }
+}

@@ -9,7 +9,7 @@
 // Decoder: full inflate (stored, fixed, dynamic) with a 10-bit lookup table and a canonical
 // slow path for longer codes; every read and write is bounds checked.
 
-import { E_DST_TOO_SMALL, E_TRUNCATED, E_CORRUPT, commonPrefix } from './common'
+import { E_DST_TOO_SMALL, E_TRUNCATED, E_CORRUPT, commonPrefix, copyMatch } from './common'
 
 // ---------------------------------------------------------------- shared constants
 const LEN_BASE: usize = memory.data<u16>([
@@ -943,16 +943,7 @@ export function inflateRaw(src: usize, srcLen: usize, dst: usize, dstCap: usize)
         if (rc < rpad) return E_TRUNCATED
         if (dist > op - dst) return E_CORRUPT
         if (len > oend - op) return E_DST_TOO_SMALL
-        const m = op - dist
-        if (dist >= 8 && oend - op >= len + 8) {
-          let n: usize = 0
-          do {
-            store<u64>(op + n, load<u64>(m + n))
-            n += 8
-          } while (n < len)
-        } else {
-          for (let n: usize = 0; n < len; n++) store<u8>(op + n, load<u8>(m + n))
-        }
+        copyMatch(op, dist, len, oend - op >= len + 8)
         op += len
       }
     }

@@ -9,7 +9,7 @@
 // (verified), linked blocks, skippable frames, concatenated frames; dictionary ids are refused.
 
 import {
-  E_DST_TOO_SMALL, E_TRUNCATED, E_CORRUPT, E_CHECKSUM, E_UNSUPPORTED, commonPrefix,
+  E_DST_TOO_SMALL, E_TRUNCATED, E_CORRUPT, E_CHECKSUM, E_UNSUPPORTED, commonPrefix, copyLiteral, copyMatch,
 } from './common'
 import { xxh32 } from './xxhash32'
 
@@ -74,16 +74,8 @@ function emitSequence(op: usize, oend: usize, anchor: usize, ip: usize, off: usi
   } else {
     t = <u32>litLen << 4
   }
-  if (litLen <= 64) {
-    // 8-byte wild copy: reads end before ip + 8 <= block end - 4, writes before op + litLen + 8 (room checked)
-    let n: usize = 0
-    do {
-      store<u64>(op + n, load<u64>(anchor + n))
-      n += 8
-    } while (n < litLen)
-  } else {
-    memory.copy(op, anchor, litLen)
-  }
+  // wild: reads end before ip + 8 <= block end - 4, writes before op + litLen + 8 (room checked)
+  copyLiteral(op, anchor, litLen, litLen <= 64)
   op += litLen
   if (ml != 0) {
     store<u16>(op, <u16>off)
@@ -371,15 +363,7 @@ function decodeBlock(ip: usize, size: usize, op: usize, olim: usize, oend: usize
     }
     if (litLen > iend - ip) return E_CORRUPT
     if (litLen > olim - op) return overflow
-    if (litLen <= 64 && iend - ip >= litLen + 8 && oend - op >= litLen + 8) {
-      let n: usize = 0
-      do {
-        store<u64>(op + n, load<u64>(ip + n))
-        n += 8
-      } while (n < litLen)
-    } else {
-      memory.copy(op, ip, litLen)
-    }
+    copyLiteral(op, ip, litLen, litLen <= 64 && iend - ip >= litLen + 8 && oend - op >= litLen + 8)
     ip += litLen
     op += litLen
     if (ip == iend) break // the last sequence has literals only
@@ -398,16 +382,7 @@ function decodeBlock(ip: usize, size: usize, op: usize, olim: usize, oend: usize
     }
     ml += MINMATCH
     if (ml > olim - op) return overflow
-    const m = op - off
-    if (off >= 8 && op + ml + 8 <= oend) {
-      let n: usize = 0
-      do {
-        store<u64>(op + n, load<u64>(m + n))
-        n += 8
-      } while (n < ml)
-    } else {
-      for (let n: usize = 0; n < ml; n++) store<u8>(op + n, load<u8>(m + n))
-    }
+    copyMatch(op, off, ml, op + ml + 8 <= oend)
     op += ml
   }
   decOut = op

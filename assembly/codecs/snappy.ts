@@ -6,7 +6,7 @@
 // We write one 64 KiB fragment per chunk (snappy-java reads chunks up to 512 MiB).
 // The reader takes xerial streams (also concatenated ones) and bare raw snappy blocks.
 
-import { E_DST_TOO_SMALL, E_TRUNCATED, E_CORRUPT, commonPrefix, storeU32BE, loadU32BE } from './common'
+import { E_DST_TOO_SMALL, E_TRUNCATED, E_CORRUPT, commonPrefix, copyLiteral, copyMatch, storeU32BE, loadU32BE } from './common'
 
 const FRAGMENT: usize = 65536
 const MAX_HASH_LOG: u32 = 14
@@ -42,12 +42,8 @@ function emitLiteral(op: usize, oend: usize, lit: usize, len: usize, canOverread
   if (n < 60) {
     store<u8>(op++, <u8>(n << 2))
     if (canOverread) {
-      // 8-byte wild copy (len <= 60): reads end before ip + 8 <= fragment end - 7, writes before op + len + 8 (room checked)
-      let k: usize = 0
-      do {
-        store<u64>(op + k, load<u64>(lit + k))
-        k += 8
-      } while (k < len)
+      // len <= 60: reads end before ip + 8 <= fragment end - 7, writes before op + len + 8 (room checked)
+      copyLiteral(op, lit, len, true)
       return op + len
     }
   } else if (n < 256) {
@@ -228,15 +224,7 @@ function decodeRaw(ip: usize, iend: usize, op: usize, oend: usize): i32 {
       }
       if (len > olim - op) return E_CORRUPT
       if (len > iend - ip) return E_TRUNCATED
-      if (len <= 64 && iend - ip >= len + 8 && oend - op >= len + 8) {
-        let k: usize = 0
-        do {
-          store<u64>(op + k, load<u64>(ip + k))
-          k += 8
-        } while (k < len)
-      } else {
-        memory.copy(op, ip, len)
-      }
+      copyLiteral(op, ip, len, len <= 64 && iend - ip >= len + 8 && oend - op >= len + 8)
       ip += len
       op += len
       continue
@@ -260,16 +248,7 @@ function decodeRaw(ip: usize, iend: usize, op: usize, oend: usize): i32 {
     }
     if (off == 0 || off > op - ostart) return E_CORRUPT
     if (len > olim - op) return E_CORRUPT
-    const m = op - off
-    if (off >= 8 && oend - op >= len + 8) {
-      let n: usize = 0
-      do {
-        store<u64>(op + n, load<u64>(m + n))
-        n += 8
-      } while (n < len)
-    } else {
-      for (let n: usize = 0; n < len; n++) store<u8>(op + n, load<u8>(m + n))
-    }
+    copyMatch(op, off, len, oend - op >= len + 8)
     op += len
   }
   if (op != olim) return E_TRUNCATED

@@ -1,6 +1,6 @@
 // Admin helper for tests (Java AdminClient). JSON on stdout, errors on stderr, exit 1 on failure.
 //
-//   java -cp '.kafka/libs/*' scripts/kafka/Admin.java <command> ... [--sasl MECHANISM USER PASSWORD] [--prop key=value ...]
+//   node scripts/kafka/kafka.mjs tool Admin <command> ... [--sasl MECHANISM USER PASSWORD] [--prop key=value ...]
 //
 //   --prop (repeatable): any AdminClient config, applied after --sasl (security.protocol=SSL, ssl.*, ...)
 //
@@ -37,31 +37,6 @@ public class Admin {
         return org.apache.kafka.clients.admin.Admin.create(p);
     }
 
-    // --sasl picks SASL_PLAINTEXT unless --prop chose a protocol (SASL_SSL); OAUTHBEARER logs in with an
-    // unsecured token whose sub is USER (PASSWORD unused), which the test brokers' validator accepts.
-    static void sasl(Properties p, String mech, String user, String pass) {
-        p.put("security.protocol", "SASL_PLAINTEXT");
-        p.put("sasl.mechanism", mech);
-        String jaas;
-        if (mech.equals("OAUTHBEARER"))
-            jaas = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"" + user + "\";";
-        else
-            jaas = (mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
-                : "org.apache.kafka.common.security.scram.ScramLoginModule") + " required username=\"" + user + "\" password=\"" + pass + "\";";
-        p.put("sasl.jaas.config", jaas);
-    }
-
-    static void prop(Properties p, String kv) {
-        int eq = kv.indexOf('=');
-        if (eq <= 0) { System.err.println("--prop needs key=value, got " + kv); System.exit(2); }
-        p.put(kv.substring(0, eq), kv.substring(eq + 1));
-    }
-
-    static String q(String s) {
-        if (s == null) return "null";
-        return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + "\"";
-    }
-
     static Map<Integer, TopicPartitionInfo> describe(org.apache.kafka.clients.admin.Admin a, String topic) throws Exception {
         TopicDescription d = a.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
         Map<Integer, TopicPartitionInfo> m = new TreeMap<>();
@@ -79,8 +54,8 @@ public class Admin {
         List<String> args = new ArrayList<>();
         Properties extra = new Properties();
         for (int i = 0; i < argv.length; i++) {
-            if (argv[i].equals("--sasl")) { sasl(props, argv[i + 1], argv[i + 2], argv[i + 3]); i += 3; }
-            else if (argv[i].equals("--prop")) prop(extra, argv[++i]);
+            if (argv[i].equals("--sasl")) { ToolArgs.sasl(props, argv[i + 1], argv[i + 2], argv[i + 3]); i += 3; }
+            else if (argv[i].equals("--prop")) ToolArgs.prop(extra, argv[++i]);
             else args.add(argv[i]);
         }
         props.putAll(extra);
@@ -137,7 +112,7 @@ public class Admin {
                         if (System.currentTimeMillis() > deadline) throw new RuntimeException("partitions of " + topic + " have no leader after 60s");
                         Thread.sleep(100);
                     }
-                    System.out.println("{\"topic\":" + q(topic) + ",\"partitions\":" + partitions + ",\"replicationFactor\":" + rf + "}");
+                    System.out.println("{\"topic\":" + ToolArgs.json(topic) + ",\"partitions\":" + partitions + ",\"replicationFactor\":" + rf + "}");
                 }
                 return;
             }
@@ -150,7 +125,7 @@ public class Admin {
                         if (System.currentTimeMillis() > deadline) throw new RuntimeException(topic + " still listed after 60s");
                         Thread.sleep(100);
                     }
-                    System.out.println("{\"deleted\":" + q(topic) + "}");
+                    System.out.println("{\"deleted\":" + ToolArgs.json(topic) + "}");
                 }
                 return;
             }
@@ -178,14 +153,14 @@ public class Admin {
                     for (Map.Entry<String, FinalizedVersionRange> e : new TreeMap<>(fm.finalizedFeatures()).entrySet()) {
                         if (!first) sb.append(',');
                         first = false;
-                        sb.append(q(e.getKey())).append(':').append(e.getValue().maxVersionLevel());
+                        sb.append(ToolArgs.json(e.getKey())).append(':').append(e.getValue().maxVersionLevel());
                     }
                     sb.append("},\"supported\":{");
                     first = true;
                     for (Map.Entry<String, SupportedVersionRange> e : new TreeMap<>(fm.supportedFeatures()).entrySet()) {
                         if (!first) sb.append(',');
                         first = false;
-                        sb.append(q(e.getKey())).append(":{\"min\":").append(e.getValue().minVersion()).append(",\"max\":").append(e.getValue().maxVersion()).append('}');
+                        sb.append(ToolArgs.json(e.getKey())).append(":{\"min\":").append(e.getValue().minVersion()).append(",\"max\":").append(e.getValue().maxVersion()).append('}');
                     }
                     sb.append("},\"finalizedEpoch\":").append(fm.finalizedFeaturesEpoch().orElse(-1L)).append('}');
                     System.out.println(sb);
@@ -202,8 +177,8 @@ public class Admin {
                         OffsetAndMetadata om = m.get(tp);
                         if (om == null) continue;
                         if (sb.length() > 1) sb.append(',');
-                        sb.append("{\"topic\":").append(q(tp.topic())).append(",\"partition\":").append(tp.partition())
-                            .append(",\"offset\":").append(om.offset()).append(",\"metadata\":").append(q(om.metadata())).append('}');
+                        sb.append("{\"topic\":").append(ToolArgs.json(tp.topic())).append(",\"partition\":").append(tp.partition())
+                            .append(",\"offset\":").append(om.offset()).append(",\"metadata\":").append(ToolArgs.json(om.metadata())).append('}');
                     }
                     System.out.println(sb.append(']'));
                 }
@@ -215,7 +190,7 @@ public class Admin {
                     List<Node> nodes = new ArrayList<>(r.nodes().get());
                     nodes.sort(Comparator.comparingInt(Node::id));
                     Node ctl = r.controller().get();
-                    System.out.println("{\"clusterId\":" + q(r.clusterId().get()) + ",\"controller\":" + (ctl == null ? -1 : ctl.id()) + ",\"nodes\":" + ids(nodes) + "}");
+                    System.out.println("{\"clusterId\":" + ToolArgs.json(r.clusterId().get()) + ",\"controller\":" + (ctl == null ? -1 : ctl.id()) + ",\"nodes\":" + ids(nodes) + "}");
                 }
                 return;
             }

@@ -1,6 +1,6 @@
 // Reference producer for tests (the Java producer, NOT kafka-edge): writes records read from stdin.
 //
-//   java -cp '.kafka/libs/*' scripts/kafka/Produce.java <bootstrap> <topic> [options] < records.jsonl
+//   node scripts/kafka/kafka.mjs tool Produce <bootstrap> <topic> [options] < records.jsonl
 //     --set key=value         any producer config (repeatable), e.g. --set compression.type=lz4
 //     --transactional-id ID   one transaction around all records; --abort aborts it instead of committing
 //     --sasl MECHANISM USER PASSWORD   (OAUTHBEARER: an unsecured token with sub=USER)
@@ -22,26 +22,6 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public class Produce {
     static byte[] bytes(JsonNode n) { return n == null || n.isNull() ? null : Base64.getDecoder().decode(n.asText()); }
 
-    // --sasl picks SASL_PLAINTEXT unless --prop chose a protocol (SASL_SSL); OAUTHBEARER logs in with an
-    // unsecured token whose sub is USER (PASSWORD unused), which the test brokers' validator accepts.
-    static void sasl(Properties p, String mech, String user, String pass) {
-        p.put("security.protocol", "SASL_PLAINTEXT");
-        p.put("sasl.mechanism", mech);
-        String jaas;
-        if (mech.equals("OAUTHBEARER"))
-            jaas = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"" + user + "\";";
-        else
-            jaas = (mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
-                : "org.apache.kafka.common.security.scram.ScramLoginModule") + " required username=\"" + user + "\" password=\"" + pass + "\";";
-        p.put("sasl.jaas.config", jaas);
-    }
-
-    static void prop(Properties p, String kv) {
-        int eq = kv.indexOf('=');
-        if (eq <= 0) { System.err.println("--prop needs key=value, got " + kv); System.exit(2); }
-        p.put(kv.substring(0, eq), kv.substring(eq + 1));
-    }
-
     public static void main(String[] args) throws Exception {
         if (args.length < 2) { System.err.println("usage: Produce <bootstrap> <topic> [options]"); System.exit(2); }
         Properties p = new Properties();
@@ -52,10 +32,10 @@ public class Produce {
         Properties extra = new Properties();
         for (int i = 2; i < args.length; i++) {
             switch (args[i]) {
-                case "--set": case "--prop": prop(extra, args[++i]); break;
+                case "--set": case "--prop": ToolArgs.prop(extra, args[++i]); break;
                 case "--transactional-id": p.put("transactional.id", args[++i]); break;
                 case "--abort": abort = true; break;
-                case "--sasl": sasl(p, args[i + 1], args[i + 2], args[i + 3]); i += 3; break;
+                case "--sasl": ToolArgs.sasl(p, args[i + 1], args[i + 2], args[i + 3]); i += 3; break;
                 default: System.err.println("unknown option " + args[i]); System.exit(2);
             }
         }

@@ -1,6 +1,6 @@
 // Independent reader for tests: the Java consumer reads a topic from the beginning.
 //
-//   java -cp '.kafka/libs/*' scripts/kafka/Reader.java <bootstrap> <topic>
+//   node scripts/kafka/kafka.mjs tool Reader <bootstrap> <topic>
 //        [--isolation read_committed|read_uncommitted] [--expected N] [--timeout MS]
 //        [--sasl MECHANISM USER PASSWORD] [--prop key=value ...] [--end-offsets] [--group GROUP]
 //
@@ -24,43 +24,6 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 public class Reader {
     static String b64(byte[] b) { return b == null ? "null" : "\"" + Base64.getEncoder().encodeToString(b) + "\""; }
 
-    static String jsonStr(String s) {
-        if (s == null) return "null";
-        StringBuilder sb = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            switch (c) {
-                case '"': sb.append("\\\""); break;
-                case '\\': sb.append("\\\\"); break;
-                case '\n': sb.append("\\n"); break;
-                case '\r': sb.append("\\r"); break;
-                case '\t': sb.append("\\t"); break;
-                default:
-                    if (c < 0x20) sb.append(String.format("\\u%04x", (int) c)); else sb.append(c);
-            }
-        }
-        return sb.append('"').toString();
-    }
-
-    // --sasl picks SASL_PLAINTEXT unless --prop chose a protocol (SASL_SSL); OAUTHBEARER logs in with an
-    // unsecured token whose sub is USER (PASSWORD unused), which the test brokers' validator accepts.
-    static void sasl(Properties p, String mech, String user, String pass) {
-        p.put("security.protocol", "SASL_PLAINTEXT");
-        p.put("sasl.mechanism", mech);
-        String jaas;
-        if (mech.equals("OAUTHBEARER"))
-            jaas = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"" + user + "\";";
-        else
-            jaas = (mech.equals("PLAIN") ? "org.apache.kafka.common.security.plain.PlainLoginModule"
-                : "org.apache.kafka.common.security.scram.ScramLoginModule") + " required username=\"" + user + "\" password=\"" + pass + "\";";
-        p.put("sasl.jaas.config", jaas);
-    }
-
-    static void prop(Properties p, String kv) {
-        int eq = kv.indexOf('=');
-        if (eq <= 0) { System.err.println("--prop needs key=value, got " + kv); System.exit(2); }
-        p.put(kv.substring(0, eq), kv.substring(eq + 1));
-    }
-
     public static void main(String[] args) throws Exception {
         if (args.length < 2) { System.err.println("usage: Reader <bootstrap> <topic> [options]"); System.exit(2); }
         String bootstrap = args[0], topic = args[1];
@@ -77,8 +40,8 @@ public class Reader {
                 case "--timeout": timeoutMs = Long.parseLong(args[++i]); break;
                 case "--group": group = args[++i]; break;
                 case "--end-offsets": endOnly = true; break;
-                case "--sasl": sasl(p, args[i + 1], args[i + 2], args[i + 3]); i += 3; break;
-                case "--prop": prop(extra, args[++i]); break;
+                case "--sasl": ToolArgs.sasl(p, args[i + 1], args[i + 2], args[i + 3]); i += 3; break;
+                case "--prop": ToolArgs.prop(extra, args[++i]); break;
                 default: System.err.println("unknown option " + args[i]); System.exit(2);
             }
         }
@@ -103,7 +66,7 @@ public class Reader {
                     if (sb.length() > 1) sb.append(',');
                     OffsetAndMetadata om = committed.get(tp);
                     sb.append('"').append(tp.partition()).append("\":");
-                    sb.append(om == null ? "null" : "{\"offset\":" + om.offset() + ",\"metadata\":" + jsonStr(om.metadata()) + "}");
+                    sb.append(om == null ? "null" : "{\"offset\":" + om.offset() + ",\"metadata\":" + ToolArgs.json(om.metadata()) + "}");
                 }
                 System.out.println(sb.append('}'));
                 return;
@@ -159,7 +122,7 @@ public class Reader {
                     for (Header h : r.headers()) {
                         if (!first) out.append(',');
                         first = false;
-                        out.append("{\"key\":").append(jsonStr(h.key())).append(",\"value\":").append(b64(h.value())).append('}');
+                        out.append("{\"key\":").append(ToolArgs.json(h.key())).append(",\"value\":").append(b64(h.value())).append('}');
                     }
                     out.append("]}\n");
                 }

@@ -136,6 +136,7 @@ export function signalNode(name: string, id: number, what: 'kill' | 'stop' | 'co
 export function restartNode(name: string, id: number, opts?: { timeoutMs?: number }): Promise<{ id: number; pid: number; ms: number }>
 export function parseDumpOutput(text: string): Omit<DumpedBatch, 'node'>[]
 export function dumpBatches(name: string, topic: string, opts?: { node?: number; partitions?: number[] }): Promise<DumpedBatch[]>
-export function toolsClasspath(): { source: boolean; cp: string }
+/** The classpath of the compiled Java helpers plus the Kafka jars. */
+export function toolsClasspath(): string
 export function toolCommand(name: 'Reader' | 'Admin' | 'Produce', args?: string[]): [string, string[]]
 export function runTool(name: 'Reader' | 'Admin' | 'Produce', args?: string[], opts?: { input?: string; timeoutMs?: number }): Promise<string>

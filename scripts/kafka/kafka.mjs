@@ -1068,11 +1068,11 @@ export async function status(opts = {}) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Java helpers (Reader, Admin, Produce): single-file programs. They run as `java -cp libs/* X.java`
-// with no build step; to save ~2 s of in-memory compilation per call we compile them once with javac
-// into .kafka/classes/<hash of sources+libs> and run the classes (falls back to source mode without javac).
+// Java helpers (Reader, Admin, Produce, sharing ToolArgs): compiled once with javac into
+// .kafka/classes/<hash of sources+libs>, so a call costs a JVM start, not a compilation.
 
-const TOOL_SOURCES = ['Reader.java', 'Admin.java', 'Produce.java']
+const TOOLS = ['Reader', 'Admin', 'Produce']
+const TOOL_SOURCES = [...TOOLS, 'ToolArgs'].map((t) => `${t}.java`)
 let toolsCp = null
 
 export function toolsClasspath() {
@@ -1090,21 +1090,19 @@ export function toolsClasspath() {
     const r = spawnSync(javac, ['-nowarn', '-d', tmp, '-cp', classpath(), ...TOOL_SOURCES.map((f) => path.join(SCRIPT_DIR, f))], { encoding: 'utf8' })
     if (r.error || r.status !== 0) {
       fs.rmSync(tmp, { recursive: true, force: true })
-      if (r.error?.code === 'ENOENT') { toolsCp = { source: true, cp: classpath() }; return toolsCp }
+      if (r.error?.code === 'ENOENT') fail(`javac not found (${javac}): the Java helpers need a JDK 17+, not only a JRE; set JAVA_HOME`)
       fail(`javac of ${TOOL_SOURCES.join(', ')} failed:\n${r.stdout}\n${r.stderr}`)
     }
     fs.writeFileSync(path.join(tmp, '.ok'), '')
     try { fs.renameSync(tmp, dir) } catch { fs.rmSync(tmp, { recursive: true, force: true }) } // lost a race: fine
   }
-  toolsCp = { source: false, cp: `${dir}${path.delimiter}${classpath()}` }
+  toolsCp = `${dir}${path.delimiter}${classpath()}`
   return toolsCp
 }
 
 /** java command line for a helper: ['java', ...args]. */
 export function toolCommand(name, args = []) {
-  const t = toolsClasspath()
-  const main = t.source ? path.join(SCRIPT_DIR, `${name}.java`) : name
-  return [javaBin(), [...TOOL_JVM_OPTS, `-Dlog4j2.configurationFile=${toolLog4j()}`, '-cp', t.cp, main, ...args]]
+  return [javaBin(), [...TOOL_JVM_OPTS, `-Dlog4j2.configurationFile=${toolLog4j()}`, '-cp', toolsClasspath(), name, ...args]]
 }
 
 /** Run a helper; resolves stdout, rejects with stderr in the message. */
@@ -1250,7 +1248,7 @@ async function main() {
     case 'tool': {
       // kafka.mjs tool Reader <args...>: run a Java helper with inherited stdio
       const [name, ...targs] = rest
-      if (!TOOL_SOURCES.includes(`${name}.java`)) fail(`usage: kafka.mjs tool ${TOOL_SOURCES.map((f) => f.replace('.java', '')).join('|')} <args...>`)
+      if (!TOOLS.includes(name)) fail(`usage: kafka.mjs tool ${TOOLS.join('|')} <args...>`)
       const [jcmd, jargs] = toolCommand(name, targs)
       const r = spawnSync(jcmd, jargs, { stdio: 'inherit' })
       process.exit(r.status ?? 1)

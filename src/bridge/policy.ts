@@ -1,6 +1,7 @@
+import { isUtf8 } from 'node:buffer'
 import {
   AddOffsetsToTxn, AddPartitionsToTxn, API_NAMES, ApiVersions, DescribeProducers, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce,
-  TxnOffsetCommit, decodeRequestHeader, type ApiSchema,
+  Reader, TxnOffsetCommit, type ApiSchema,
 } from '../edge/protocol/index.js'
 import { CloseCode } from './codes.js'
 import { ScanRefusal, scanRequest, type RequestFacts } from './scan.js'
@@ -109,11 +110,20 @@ export function inspectRequest(body: Uint8Array, ctx: RequestContext): Verdict {
     return forbidden(`${api.name} v${apiVersion} is outside the relay's checked range ${api.minVersion}-${api.maxVersion}`, 'api_version')
   }
   if (apiVersion < 0) return refuse(CloseCode.BAD_FRAME, 'negative API version', 'bad_frame')
-  let header: ReturnType<typeof decodeRequestHeader>
+  let correlationId: number
   let facts: RequestFacts | null = null
   try {
-    header = decodeRequestHeader(body)
-    if (api !== ApiVersions) facts = scanRequest(api, apiVersion, body, header.bodyOffset, ctx.maxNamesPerRequest)
+    // The header is read, not decoded: the client id is only skipped (it is checked by no rule).
+    const r = new Reader(body, 4)
+    correlationId = r.int32()
+    const clientIdLength = r.int16()
+    if (clientIdLength < -1) return refuse(CloseCode.BAD_FRAME, 'negative client id length', 'bad_frame')
+    if (clientIdLength > 0 && !isUtf8(r.raw(clientIdLength, 'client id'))) return refuse(CloseCode.BAD_FRAME, 'client id is not valid UTF-8', 'bad_frame')
+    if (apiVersion >= api.flexibleFrom) {
+      const tags = r.uvarint()
+      for (let i = 0; i < tags; i++) { r.uvarint(); r.raw(r.uvarint(), 'tagged header field') }
+    }
+    if (api !== ApiVersions) facts = scanRequest(api, apiVersion, body, r.pos, ctx.maxNamesPerRequest)
   } catch (e) {
     if (e instanceof ScanRefusal) {
       // Names Kafka would refuse are refused before anything else is looked at.
@@ -122,7 +132,7 @@ export function inspectRequest(body: Uint8Array, ctx: RequestContext): Verdict {
     }
     return refuse(CloseCode.BAD_FRAME, `${api.name} request does not parse`, 'bad_frame')
   }
-  const base = { ok: true as const, apiKey, apiVersion, correlationId: header.correlationId, expectResponse: true, learn: false }
+  const base = { ok: true as const, apiKey, apiVersion, correlationId, expectResponse: true, learn: false }
   if (!facts) return base
   const { grants } = ctx
   for (const id of facts.transactionalIds) if (!grants.transactionalId(id)) return forbidden(`transactional id ${clip(id)} is not allowed`, 'transactional_id')

@@ -191,3 +191,43 @@ function scanBatches(records: Uint8Array, addPid: (pid: bigint) => void): void {
     at += 12 + batchLength
   }
 }
+
+/**
+ * Whether a response body (size prefix removed) carries top-level tagged fields. A Produce
+ * response names new leaders' endpoints (KIP-951) only there, and only after a leader change, so
+ * the relay decodes a Produce response only when this says so: the common answer is walked, not built.
+ */
+export function hasTopLevelTags(api: ApiSchema, version: number, body: Uint8Array): boolean {
+  const flexible = version >= api.flexibleFrom
+  if (!flexible) return false
+  const r = new Reader(body)
+  r.int32()
+  skipTags(r)
+  skipFields(api.response, version, r)
+  return r.uvarint() > 0
+}
+
+function skipTags(r: Reader): void {
+  const n = r.uvarint()
+  for (let i = 0; i < n; i++) { r.uvarint(); r.raw(r.uvarint(), 'tagged field') }
+}
+
+/** Walks flexible-version fields without building anything. */
+function skipFields(fields: readonly Field[], version: number, r: Reader): void {
+  for (const f of fields) {
+    if (version < f.versions[0] || version > f.versions[1] || f.tag !== null) continue
+    const n = f.array ? r.arrayLength(true, 1) : 1
+    for (let i = 0; i < n; i++) {
+      const type = f.type
+      if (typeof type !== 'string') { skipFields(type, version, r); skipTags(r); continue }
+      switch (type) {
+        case 'int8': case 'bool': r.raw(1); break
+        case 'int16': case 'uint16': r.raw(2); break
+        case 'int32': r.raw(4); break
+        case 'int64': case 'float64': r.raw(8); break
+        case 'uuid': r.raw(16); break
+        case 'string': case 'bytes': case 'records': { const len = r.uvarint() - 1; if (len > 0) r.raw(len); break }
+      }
+    }
+  }
+}

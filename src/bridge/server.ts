@@ -14,6 +14,7 @@ import { Destinations } from './destinations.js'
 import { Bucket, Logger, Metrics } from './metrics.js'
 import { Authenticator } from './authn.js'
 import { checkMessage, grantsFor, inspectRequest, type Grants, type RequestContext } from './policy.js'
+import { hasTopLevelTags } from './scan.js'
 import { ProducerIdBindings, TicketKeys, deriveTicketKey } from './tickets.js'
 import type { TokenClaims, TokenResult } from './token.js'
 import { UpstreamError, fetchBrokers, openUpstream } from './upstream.js'
@@ -28,7 +29,7 @@ const BEACON_MAX_BYTES = 64 * 1024 + 4096
 
 /** A saved producer-id ticket presented at the upgrade: `kafka-edge.ticket.<ticket>`. */
 export const TICKET_PREFIX = 'kafka-edge.ticket.'
-/** Messages a part of a message may grow to before it needs a share of the relay-wide parse budget. */
+/** How large a message may grow while it arrives before it needs a share of the relay-wide parse budget. */
 const SMALL_MESSAGE = 256 * 1024
 
 export interface BridgeOptions {
@@ -164,7 +165,7 @@ class Relay implements Bridge {
       res.once('finish', () => { if (!req.socket.destroyed) this.armHeaderDeadline(req.socket) })
       void this.http(req, res)
     }
-    this.server = cfg.listenTls ? createTlsServer({ cert: cfg.listenTls.cert, key: cfg.listenTls.key }, onRequest) : createServer(onRequest)
+    this.server = cfg.listenTls ? createTlsServer({ cert: cfg.listenTls.cert, key: cfg.listenTls.key, handshakeTimeout: cfg.limits.upgradeTimeoutMs }, onRequest) : createServer(onRequest)
     // Node's own header timeout is checked every 30 s; ours is exact, this is only a backstop.
     this.server.headersTimeout = cfg.limits.upgradeTimeoutMs + 1000
     this.server.requestTimeout = Math.max(cfg.limits.upgradeTimeoutMs + 2000, 30_000)
@@ -212,7 +213,6 @@ class Relay implements Bridge {
       take(this.initPerIp, ip, this.cfg.limits.initProducerIdsPerMinutePerIp) === 0
   }
 
-  /** A connection's message has outgrown SMALL_MESSAGE: it may go on being read when a large slot is free. */
   /**
    * `n` more bytes of a large message arrived on `conn`. Returns false when the budget is spent:
    * the caller stops reading until grantLarge(). The last one being read always goes on, so the
@@ -398,7 +398,7 @@ class Relay implements Bridge {
     socket.destroy()
   }
 
-  originAllowed(origin: string | undefined): boolean {
+  private originAllowed(origin: string | undefined): boolean {
     if (origin === undefined) return this.cfg.allowMissingOrigin
     return this.cfg.origins.includes('*') || this.cfg.origins.includes(origin)
   }
@@ -547,7 +547,7 @@ class RelayConnection implements RequestContext {
   /** Producer ids this connection has verified (from the relay-wide bindings or a ticket); the last one is checked first. */
   private readonly ownedPids = new Set<bigint>()
   private lastPid: bigint | null = null
-  /** Parse budget: bytes received since the last whole message, and whether this message holds a large slot. */
+  /** Parse budget: bytes received since the last whole message. */
   private partial = 0
   /** This message is past SMALL_MESSAGE (counted in the relay's largeBytes); waiting = not read until the budget allows. */
   private large = false
@@ -615,7 +615,7 @@ class RelayConnection implements RequestContext {
     if (!this.relay.largeProgress(this, counted, first)) { this.waitingLarge = true; this.pause('budget') }
   }
 
-  /** Called by the relay when a large slot frees up for this waiting connection. */
+  /** Called by the relay when the budget has room again for this waiting connection. */
   grantLarge(): void {
     this.waitingLarge = false
     this.resume('budget')
@@ -863,6 +863,7 @@ class RelayConnection implements RequestContext {
     const api = apiByKey(p.apiKey)
     if (!api) return
     try {
+      if (api === Produce && !hasTopLevelTags(api, p.version, body)) return
       const msg = decodeResponse(api, p.version, body)
       if (api === Metadata) this.relay.destinations.learn(msg.brokers as Array<{ nodeId: number; host: string; port: number }>)
       else if (api === FindCoordinator) {

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net'
 import { authenticate } from '../edge/auth/sasl.js'
 import { IllegalSaslStateException, ProtocolError, SaslAuthenticationException, SslAuthenticationException, UnsupportedSaslMechanismException } from '../edge/errors.js'
-import { ApiVersions, decodeResponse, encodeRequest, Metadata, SaslAuthenticate, SaslHandshake, type ApiSchema, type Message } from '../edge/protocol/index.js'
+import { ApiVersions, decodeResponse, encodeRequest, Metadata, SaslAuthenticate, SaslHandshake, type ApiSchema, type RequestBody, type ResponseBody } from '../edge/protocol/index.js'
 import { FrameDecoder, looksLikeTlsRecord, plaintextToTlsError } from '../edge/protocol/frame-decoder.js'
 import { classifySocketError, dial } from '../edge/transport/node-tcp.js'
 import type { TlsSettings } from '../edge/transport/transport.js'
@@ -107,12 +107,12 @@ async function authenticateUpstream(socket: Socket, decoder: FrameDecoder, targe
   socket.on('error', onError)
   socket.on('close', onClose)
   let seq = 0
-  const call = (api: ApiSchema, version: number, body: Message): Promise<Message> => {
+  const call = <A extends ApiSchema>(api: A, version: number, body: RequestBody<A>): Promise<ResponseBody<A>> => {
     const correlationId = RELAY_CORRELATION + seq++
     const answered = new Promise<Uint8Array>((resolve) => waiting.push({ correlationId, resolve }))
     socket.write(encodeRequest(api, version, correlationId, CLIENT_ID, body))
     return Promise.race([answered, failure]).then((frame) => {
-      try { return decodeResponse(api, version, frame) } catch (e) {
+      try { return decodeResponse(api, version, frame) as ResponseBody<A> } catch (e) {
         throw new UpstreamError('protocol', `broker ${where}: ${api.name} v${version} response: ${(e as Error).message}`, { cause: e })
       }
     })
@@ -182,7 +182,9 @@ export async function fetchBrokers(target: HostPort, cfg: BridgeConfig): Promise
       up.socket.once('error', (e) => { clearTimeout(timer); reject(new UpstreamError('connect', `bootstrap server ${hostPortKey(target)}: ${e.message}`, { cause: e })) })
       up.socket.once('close', () => { clearTimeout(timer); reject(new UpstreamError('connect', 'bootstrap server closed during metadata')) })
       // v9: flexible, brokers list unchanged since; supported by every broker from Kafka 2.4.
-      up.socket.write(encodeRequest(Metadata, 9, RELAY_CORRELATION + 100, CLIENT_ID, { topics: [], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false, includeClusterAuthorizedOperations: false }))
+      up.socket.write(encodeRequest(Metadata, 9, RELAY_CORRELATION + 100, CLIENT_ID, {
+        topics: [], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false, includeClusterAuthorizedOperations: false,
+      }))
     })
   } finally { up.socket.destroy() }
 }

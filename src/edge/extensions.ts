@@ -1,6 +1,6 @@
 import type { SaslMechanism } from './auth/mechanism.js'
 import type { authenticate, reauthenticationDelay } from './auth/sasl.js'
-import type { TransactionCoordinatorClient } from './producer/transactions.js'
+import type { TransactionCoordinatorClient } from './producer/transactions/coordinator-client.js'
 
 /**
  * Transactions and SASL, which a producer reaches only through this table. `producer/install.ts` fills it and

@@ -9,10 +9,12 @@ export { createProducer, Producer, type ProducerRecord, type RecordMetadata, typ
 export {
   memoryCheckpointStore, POSSIBLE_DUPLICATE_HEADER, type CheckpointStore, type ProducerCheckpoint, type PendingBatch,
 } from './producer/checkpoint.js'
-export type { ProducerSettings, JavaProducerSettings, AnyProducerSettings, SecurityProtocol } from './producer/config.js'
+export type {
+  ProducerSettings, JavaProducerSettings, AnyProducerSettings, SecurityProtocol, ProducerObserver, ProduceRequestEvent, CoordinatorRequestEvent,
+} from './producer/config.js'
 export type { OAuthBearerToken } from './auth/sasl.js'
 export type { AwsCredentials } from './auth/aws-msk-iam.js'
-export type { TxnState, GroupMetadata, OffsetsToCommit } from './producer/transactions.js'
+export type { TxnState, GroupMetadata, OffsetsToCommit } from './producer/transactions/state.js'
 export * from './errors.js'
 export type { Logger, LogContext } from './log.js'
 export type { Transport, Link, LinkHandlers, BrokerAddress } from './transport/transport.js'

@@ -6,8 +6,9 @@ import { checkMessage, grantsFor, inspectRequest, type RequestContext } from '..
 import { compilePatterns, signToken, verifyToken } from '../../src/bridge/token.js'
 import {
   AddOffsetsToTxn, AddPartitionsToTxn, ApiVersions, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce, TxnOffsetCommit,
-  decodeRequestBody, decodeRequestHeader, encodeRequest, type ApiSchema, type Message,
+  decodeRequestBody, decodeRequestHeader, encodeRequest, encodeResponse, type ApiSchema, type Message,
 } from '../../src/edge/protocol/index.js'
+import { hasTopLevelTags } from '../../src/bridge/scan.js'
 import { rng } from '../helpers/records.js'
 import { AuthenticationException, AuthorizationException, NetworkException, RecordTooLargeException } from '../../src/edge/index.js'
 import { closeError } from '../../src/edge/transport/websocket.js'
@@ -160,6 +161,15 @@ describe('relay building blocks', () => {
       expect(e(code)).toBeInstanceOf(NetworkException)
       expect(e(code).retriable).toBe(true)
     }
+  })
+
+  it('a Produce response is decoded for endpoints only when it carries top-level tagged fields (NodeEndpoints, KIP-951)', () => {
+    const base = { responses: [{ name: 't', partitionResponses: [{ index: 0, errorCode: 6, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [{ batchIndex: 1, batchIndexErrorMessage: 'x' }], errorMessage: 'moved', currentLeader: { leaderId: 1, leaderEpoch: 2 } }] }], throttleTimeMs: 0 }
+    for (const v of [10, 11, 12]) {
+      expect(hasTopLevelTags(Produce, v, encodeResponse(Produce, v, 7, base).subarray(4))).toBe(false)
+      expect(hasTopLevelTags(Produce, v, encodeResponse(Produce, v, 7, { ...base, nodeEndpoints: [{ nodeId: 1, host: 'h', port: 9, rack: null }] }).subarray(4))).toBe(true)
+    }
+    expect(hasTopLevelTags(Produce, 9, encodeResponse(Produce, 9, 7, base).subarray(4))).toBe(false)
   })
 
   it('topic patterns: * is the only wildcard; regex characters are literal', () => {

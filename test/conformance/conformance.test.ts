@@ -27,7 +27,9 @@ const COUNTS = { idempotent: 60, committed: 20, perCodec: 20, restart: 40, recip
 const TOTAL = COUNTS.idempotent + COUNTS.committed + CODECS.length * COUNTS.perCodec + COUNTS.restart + COUNTS.recipe
 const SCENARIOS = ['idempotent', 'transaction', ...CODECS.map((c) => `compression ${c}`), 'broker restart'] as const
 
-interface ScenarioResult { name: string; ok: boolean; ms: number; producerId?: string | null; acked?: number; offsets?: string[]; error?: { name: string; message: string; cause?: string } }
+interface ScenarioResult {
+  name: string; ok: boolean; ms: number; producerId?: string | null; acked?: number; offsets?: string[]; error?: { name: string; message: string; cause?: string }
+}
 interface AppOutput { runtime: { name: string; version: string }; results: ScenarioResult[]; error?: string }
 interface Row { runtime: string; version: string; how: string; cells: Record<string, string>; seconds: number; skipped?: string }
 

@@ -48,8 +48,8 @@ export async function buildWasm(entry: string, outFile: string, extra: string[] 
   const args = [entry, '--outFile', outFile, '-O3', '--runtime', 'stub', '--noAssert', ...extra]
   const stderr: string[] = []
   const { error } = await asc.main(args, {
-    stdout: { write: () => true } as any,
-    stderr: { write: (s: string) => (stderr.push(String(s)), true) } as any,
+    stdout: { write: () => true } as never,
+    stderr: { write: (s: string) => (stderr.push(String(s)), true) } as never,
   })
   if (error) throw new Error(`asc failed for ${entry}: ${error.message}\n${stderr.join('')}`)
   return readFileSync(outFile)

@@ -19,7 +19,11 @@ const args = JSON.parse(process.argv[2]!) as Args
 const inputs = JSON.parse(readFileSync(args.inputFile, 'utf8')) as InputRecord[]
 const bootstrap = args.cluster.nodes.map((n) => `${n.host}:${n.port}`).join(',')
 
-const producer = createProducer({ 'bootstrap.servers': bootstrap, transport: tcp(), 'transactional.id': args.transactionalId, 'linger.ms': 1 })
+const requests: Record<string, number> = {}
+const producer = createProducer({
+  'bootstrap.servers': bootstrap, transport: tcp(), 'transactional.id': args.transactionalId, 'linger.ms': 1,
+  observer: { onCoordinatorRequest: (r) => { requests[r.api] = (requests[r.api] ?? 0) + 1 } },
+})
 await producer.initTransactions()
 const committed = new Map<number, number>()
 for (const o of await groupOffsets(args.cluster, args.group)) if (o.topic === args.input) committed.set(o.partition, o.offset)
@@ -43,6 +47,6 @@ for (let i = 0; i < todo.length; i += args.perTxn) {
   n++
   process.stdout.write(`committed ${n}\n`)
 }
-process.stdout.write(`requests ${JSON.stringify(producer.transactions!.requestsSent)}\n`)
+process.stdout.write(`requests ${JSON.stringify(requests)}\n`)
 await producer.close()
 process.stdout.write('done\n')

@@ -341,7 +341,9 @@ export interface ProduceJavaOptions {
 }
 
 /** Produce with the Java producer (a reference, never kafka-edge). Returns metadata in input order. */
-export async function produceJava(cluster: Cluster, topic: string, records: ProduceJavaRecord[], opts: ProduceJavaOptions = {}): Promise<{ partition: number; offset: number; timestamp: number }[]> {
+export async function produceJava(
+  cluster: Cluster, topic: string, records: ProduceJavaRecord[], opts: ProduceJavaOptions = {},
+): Promise<{ partition: number; offset: number; timestamp: number }[]> {
   const enc = (v: Uint8Array | string | null | undefined) => (v === null || v === undefined ? null : Buffer.from(v).toString('base64'))
   const input = records.map((r) => JSON.stringify({
     key: enc(r.key), value: enc(r.value), partition: r.partition, timestamp: r.timestamp,

@@ -1,11 +1,12 @@
-// A fake transaction/group coordinator for unit tests of src/edge/producer/transactions.ts: a few
+// A fake transaction/group coordinator for unit tests of src/edge/producer/transactions/: a few
 // brokers that answer FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
 // TxnOffsetCommit and EndTxn on a virtual clock, with scripted errors, coordinator moves and
 // disconnects. It keeps just enough coordinator state (producer id, epoch) to answer like Kafka.
 import { NetworkException } from '../../src/edge/errors.js'
 import { AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, FindCoordinator, InitProducerId, Produce, TxnOffsetCommit, type ApiSchema, type Message } from '../../src/edge/protocol/index.js'
-import { TransactionManager } from '../../src/edge/producer/transaction-manager.js'
-import { TransactionCoordinatorClient, type CoordinatorCluster, type CoordinatorConnection, type TransactionHost } from '../../src/edge/producer/transactions.js'
+import { IdempotenceManager } from '../../src/edge/producer/idempotence.js'
+import { TransactionCoordinatorClient } from '../../src/edge/producer/transactions/coordinator-client.js'
+import { type CoordinatorCluster, type CoordinatorConnection, type TransactionHost } from '../../src/edge/producer/transactions/state.js'
 import { VirtualClock } from '../sim/virtual-clock.js'
 
 export interface LoggedRequest { api: string; version: number; node: number; body: Message; at: number }
@@ -81,13 +82,15 @@ export class FakeCoordinators {
       }
       case AddPartitionsToTxn.name: {
         const errorCode = scripted ?? wrongTxn
-        return { throttleTimeMs: 0, results: (body.topics as Array<{ name: string; partitions: number[] }>).map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p, errorCode })) })) }
+        const topics = body.topics as Array<{ name: string; partitions: number[] }>
+        return { throttleTimeMs: 0, results: topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p, errorCode })) })) }
       }
       case AddOffsetsToTxn.name:
         return { throttleTimeMs: 0, errorCode: scripted ?? wrongTxn }
       case TxnOffsetCommit.name: {
         const errorCode = scripted ?? (node !== this.groupCoordinator ? 16 : 0)
-        return { throttleTimeMs: 0, topics: (body.topics as Array<{ name: string; partitions: Array<{ partitionIndex: number }> }>).map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })) }
+        const topics = body.topics as Array<{ name: string; partitions: Array<{ partitionIndex: number }> }>
+        return { throttleTimeMs: 0, topics: topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })) }
       }
       case EndTxn.name: {
         const errorCode = scripted ?? wrongTxn
@@ -138,8 +141,9 @@ export function setup(opts: { tv?: number; maxBlockMs?: number; retryBackoffMs?:
   const fake = new FakeCoordinators()
   if (opts.tv !== undefined) fake.tv = opts.tv
   const host = new FakeHost()
-  const idem = new TransactionManager('tid-1', () => {})
-  const tm = new TransactionCoordinatorClient({
+  const epochs: Array<{ producerId: bigint; epoch: number }> = []
+  const idem = new IdempotenceManager('tid-1', () => {}, (tp) => tm.isSendToPartitionAllowed(tp), (pe) => { epochs.push(pe) })
+  const tm: TransactionCoordinatorClient = new TransactionCoordinatorClient({
     transactionalId: 'tid-1', transactionTimeoutMs: opts.transactionTimeoutMs ?? 60000, retryBackoffMs: opts.retryBackoffMs ?? 100,
     maxBlockMs: opts.maxBlockMs ?? 60000, clock: fake.clock, cluster: fake.cluster(), idempotence: idem, host,
   })
@@ -161,7 +165,7 @@ export function setup(opts: { tv?: number; maxBlockMs?: number; retryBackoffMs?:
     if (r.ok) throw new Error('expected a failure')
     return r.error
   }
-  return { fake, host, idem, tm, run, ok, fails }
+  return { fake, host, idem, tm, run, ok, fails, epochs }
 }
 
 export { Produce }

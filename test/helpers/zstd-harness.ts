@@ -38,8 +38,8 @@ export async function compileZstdEntry(entry: string, out: string, extra: string
   if (existsSync(outFile) && statSync(outFile).mtimeMs > newestSource()) return readFileSync(outFile)
   let diag = ''
   const { error } = await asc.main([resolve(codecs, entry), '--outFile', outFile, ...FLAGS, ...extra], {
-    stdout: { write: (s: string) => { diag += s; return true } } as any,
-    stderr: { write: (s: string) => { diag += s; return true } } as any,
+    stdout: { write: (s: string) => { diag += s; return true } } as never,
+    stderr: { write: (s: string) => { diag += s; return true } } as never,
   })
   if (error) throw new Error(`asc failed for ${entry}: ${error.message}\n${diag}`)
   return readFileSync(outFile)

@@ -6,11 +6,11 @@
 //   - a failed record is in the log only if its error said mayHaveBeenWritten;
 //   - each partition holds its records in send order;
 //   - per partition, sequences run contiguously within a (producer id, epoch), and a new epoch
-//     starts at sequence 0; the (id, epoch) pairs in the log are the ones in txn.epochHistory.
+//     starts at sequence 0; the (id, epoch) pairs in the log are the ones the observer reported.
 //
 // FAULT_SEED=<n> replays the proxy's choices of which Produce answers to lose.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createProducer, partitionForKey, type Producer, type RecordMetadata } from '../../src/edge/index.js'
+import { createProducer, partitionForKey, type ProduceRequestEvent, type Producer, type ProducerSettings, type RecordMetadata } from '../../src/edge/index.js'
 import { tcp } from '../../src/edge/node.js'
 import { FaultProxy } from '../helpers/fault-proxy.js'
 import {
@@ -152,7 +152,7 @@ async function inspect(topic: string, p: Producer, sent: Sent[]): Promise<Findin
       prev = b
     }
   }
-  const history = p.txn ? [...new Set(p.txn.epochHistory.map((h) => pe(h.producerId, h.epoch)))] : []
+  const history = [...new Set(watches.get(p)!.epochs.map((h) => pe(h.producerId, h.epoch)))]
   return {
     acked: acked.length, failed: failed.length,
     failedMayHaveBeenWritten: failed.filter((s) => s.error?.mayHaveBeenWritten).length,
@@ -170,7 +170,7 @@ function expectExactlyOnceInOrder(f: Findings): void {
   expect(f.phantom.slice(0, 10), `${f.phantom.length} failed records in the log although their error said they were not written`).toEqual([])
   expect(f.orderViolations.slice(0, 10), `${f.orderViolations.length} records out of send order`).toEqual([])
   expect(f.sequenceBreaks.slice(0, 10), 'sequences are contiguous per (producer id, epoch) and every epoch starts at 0').toEqual([])
-  expect(f.logEpochs, 'the (producer id, epoch) pairs in the log are exactly those in producer.txn.epochHistory').toEqual(f.historyEpochs)
+  expect(f.logEpochs, 'the (producer id, epoch) pairs in the log are exactly those the producer reported to its observer').toEqual(f.historyEpochs)
 }
 
 const summary = (f: Findings) => JSON.stringify({
@@ -191,12 +191,27 @@ afterAll(async () => {
   }
 })
 
+/** What the observer setting showed of a producer: every (producer id, epoch) it used, its last Produce requests. */
+const watches = new WeakMap<Producer, { epochs: Array<{ producerId: bigint; epoch: number }>; lastRequests: ProduceRequestEvent[] }>()
+
+function watched(settings: ProducerSettings): Producer {
+  const w = { epochs: [] as Array<{ producerId: bigint; epoch: number }>, lastRequests: [] as ProduceRequestEvent[] }
+  const p = createProducer({
+    ...settings,
+    observer: {
+      onProducerId: (pe) => { w.epochs.push(pe) },
+      onProduceRequest: (r) => { w.lastRequests.push(r); if (w.lastRequests.length > 20) w.lastRequests.shift() },
+    },
+  })
+  watches.set(p, w)
+  return p
+}
+
 function diagnostics(p: Producer, proxy?: FaultProxy): () => string {
   return () => JSON.stringify({
     metrics: p.metrics(),
-    txn: { state: p.txn?.state, epoch: p.txn?.producerIdAndEpoch.epoch, unresolved: [...(p.txn?.unresolved.keys() ?? [])] },
-    queued: [...(p.sender as unknown as { accumulator: { deques: Map<string, unknown[]> } }).accumulator.deques].map(([k, d]) => `${k}:${d.length}`),
-    inFlightBatches: [...p.sender.inFlightBatches].map((b) => `${b.tp.key} seq ${b.baseSequence} e${b.producerEpoch} attempts ${b.attempts}`),
+    state: p.state,
+    lastRequests: watches.get(p)?.lastRequests.map((r) => ({ node: r.node, batches: r.batches.map((b) => `${b.topic}-${b.partition} seq ${b.baseSequence} e${b.producerEpoch} attempt ${b.attempt}`) })),
     proxy: proxy && { counters: proxy.counters, log: proxy.log.slice(-20) },
   }, (_, v) => (typeof v === 'bigint' ? String(v) : v), 1)
 }
@@ -208,7 +223,7 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     // A little response jitter too, so losses also hit answers queued behind a delayed one.
     const proxy = await FaultProxy.start(cluster.nodes, { seed: SEED, rules: { dropProduceProbability: 1 / 500, responseJitterMs: 3 } })
     open.push(proxy)
-    const p = createProducer({
+    const p = watched({
       'bootstrap.servers': proxy.bootstrap, transport: tcp({ resolve: proxy.resolve }),
       // Small batches so 200k records make thousands of requests, and so a few dozen losses.
       'batch.size': 4096, 'linger.ms': 2, 'request.timeout.ms': 10_000, 'delivery.timeout.ms': 120_000,
@@ -238,7 +253,7 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     await createTopic(cluster, topic, { partitions: PARTITIONS, replicationFactor: 3, minIsr: 2 })
     const proxy = await FaultProxy.start(cluster.nodes, { seed: SEED, rules: { dropProduceEvery: 40 } })
     open.push(proxy)
-    const p = createProducer({
+    const p = watched({
       'bootstrap.servers': proxy.bootstrap, transport: tcp({ resolve: proxy.resolve }), 'enable.idempotence': false,
       'batch.size': 4096, 'linger.ms': 2, 'request.timeout.ms': 10_000, 'delivery.timeout.ms': 120_000,
     })
@@ -256,7 +271,7 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     const topic = uniqueTopic('kill')
     const victim = cluster.nodes[0]!.id
     await createTopicLedBy(cluster, topic, victim)
-    const p = createProducer({ 'bootstrap.servers': bs(cluster), transport: tcp(), 'batch.size': 8192, 'linger.ms': 5, 'delivery.timeout.ms': 120_000 })
+    const p = watched({ 'bootstrap.servers': bs(cluster), transport: tcp(), 'batch.size': 8192, 'linger.ms': 5, 'delivery.timeout.ms': 120_000 })
     open.push(p)
     let phase = 'before kill'
     const faults = killLeaderThenRestart(cluster, topic, victim, (p) => { phase = p })
@@ -275,7 +290,7 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     const topic = uniqueTopic('stop')
     await createTopic(cluster, topic, { partitions: PARTITIONS, replicationFactor: 3, minIsr: 2 })
     const victim = (await leaders(cluster, topic))[0]!
-    const p = createProducer({ 'bootstrap.servers': bs(cluster), transport: tcp(), 'batch.size': 8192, 'linger.ms': 5, 'request.timeout.ms': 3000, 'delivery.timeout.ms': 120_000 })
+    const p = watched({ 'bootstrap.servers': bs(cluster), transport: tcp(), 'batch.size': 8192, 'linger.ms': 5, 'request.timeout.ms': 3000, 'delivery.timeout.ms': 120_000 })
     open.push(p)
     let phase = 'before stop'
     // Past request.timeout.ms and past the broker session timeout (4 s): leaders move away.
@@ -298,7 +313,7 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     const victim = cluster.nodes.find((n) => n.id === leaderOf0)!
     const proxy = await FaultProxy.start(cluster.nodes, { seed: SEED })
     open.push(proxy)
-    const p = createProducer({
+    const p = watched({
       'bootstrap.servers': proxy.bootstrap, transport: tcp({ resolve: proxy.resolve }),
       'batch.size': 8192, 'linger.ms': 5, 'request.timeout.ms': 2000, 'delivery.timeout.ms': 5000, 'retry.backoff.ms': 50,
     })
@@ -326,7 +341,7 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     expect(v.failedMayHaveBeenWritten, 'batches that were sent expire as "may have been written"').toBeGreaterThan(0)
     expect(v.failedFoundInLog, 'the broker did append some of the expired batches').toBeGreaterThan(0)
     expect(v.historyEpochs.length, 'an unresolved sequence after expiry bumps the epoch').toBeGreaterThan(1)
-    expect(m['producer-epoch-bumps-total']).toBe(p.txn!.epochHistory.length - 1)
+    expect(m['producer-epoch-bumps-total']).toBe(watches.get(p)!.epochs.length - 1)
     expect(v.epochChanges.length, 'DumpLogSegments shows the new epoch taking over inside partitions').toBeGreaterThan(0)
   }, 300_000)
 })

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createProducer, type Producer, type RecordMetadata } from '../../src/edge/index.js'
+import { createProducer, type ProduceRequestEvent, type Producer, type RecordMetadata } from '../../src/edge/index.js'
 import { tcp } from '../../src/edge/node.js'
 import { bs, createTopic, dumpBatches, ensureCluster, partitionsForKeys, readTopic, uniqueTopic, type Cluster } from '../helpers/kafka.js'
 import { mixedRecords, rng, sameBytes, toProducerRecord } from '../helpers/records.js'
@@ -109,11 +109,12 @@ describe('first produce to a real Kafka 4.4 broker', () => {
     it(`a batch the topic refuses as too large (MESSAGE_TOO_LARGE, ${compression}) is split from its own bytes and lands whole, in order, once`, async () => {
       const topic = uniqueTopic(`split-${compression}`)
       await createTopic(cluster, topic, { partitions: 1, configs: { 'max.message.bytes': '3000' } })
-      const q = producer({ 'compression.type': compression, 'linger.ms': 100, 'batch.size': 16384 })
       const sentSizes: number[] = []
+      const q = producer({
+        'compression.type': compression, 'linger.ms': 100, 'batch.size': 16384,
+        observer: { onProduceRequest: (r: ProduceRequestEvent) => { for (const b of r.batches) sentSizes.push(b.sizeInBytes) } },
+      })
       try {
-        await q.connect()
-        q.sender.onProduceRequest = (_node, batches) => { for (const b of batches) sentSizes.push(b.sizeInBytes) }
         // One value array refilled per record (incompressible bytes): send() must have taken a copy.
         const r = rng(11)
         const value = new Uint8Array(60)
@@ -156,7 +157,7 @@ describe('first produce to a real Kafka 4.4 broker', () => {
     const one = producer({ acks: 1 })
     const zero = producer({ acks: '0' })
     try {
-      expect(one.txn).toBeNull()
+      expect(one.state.transactionState, 'acks=1 turns idempotence off').toBeNull()
       const md1 = await one.send({ topic, value: 'a1' })
       expect(md1.offset).toBe(0n)
       const md0 = await zero.send({ topic, value: 'a0' })

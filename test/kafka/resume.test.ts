@@ -136,14 +136,17 @@ describe('resume from a checkpoint (Kafka 4.4)', () => {
     it('Kafka 4.4 forgets the producer and then appends a resent batch again, with no error', async () => {
       const topic = uniqueTopic('expiry-probe')
       await createTopic(expiring, topic, { partitions: 1 })
-      const p = createProducer({ bootstrapServers: expiring.bootstrap, transport: tcp(), lingerMs: 0 })
       let sent: Uint8Array | null = null
+      const p = createProducer({
+        bootstrapServers: expiring.bootstrap, transport: tcp(), lingerMs: 0,
+        observer: { onProduceRequest: (r) => { sent ??= r.batches[0]!.bytes.slice() } },
+      })
       await p.connect()
-      p.sender.onProduceRequest = (_node, batches) => { sent ??= batches[0]!.bytes!.slice() }
       const md = await p.send({ topic, value: 'once' })
       const conn = p.cluster.connection(p.cluster.leaderFor(topic, 0))
       const produce = async () => {
-        const res = await conn.request(Produce, { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData: [{ name: topic, partitionData: [{ index: 0, records: sent! }] }] }).response
+        const topicData = [{ name: topic, partitionData: [{ index: 0, records: sent! }] }]
+        const res = await conn.request(Produce, { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData }).response
         const pr = (res.responses as Array<{ partitionResponses: Array<{ errorCode: number; baseOffset: bigint }> }>)[0]!.partitionResponses[0]!
         return { error: errorInfo(pr.errorCode).name, baseOffset: pr.baseOffset }
       }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createProducer, type Producer } from '../../src/edge/index.js'
+import { createProducer, type CoordinatorRequestEvent, type Producer } from '../../src/edge/index.js'
 import { tcp } from '../../src/edge/node.js'
 import { TimeoutException } from '../../src/edge/errors.js'
 import { bs, createTopic, endOffsets, ensureCluster, groupOffsets, killNode, readTopic, restartNode, uniqueTopic, type Cluster } from '../helpers/kafka.js'
@@ -26,7 +26,20 @@ describe('transaction coordinator killed (kill -9) during commitTransaction(), 3
   it('the commit completes after rediscovery (or fails typed and a retried commit completes); read_committed never shows a partial transaction', async () => {
     const topic = uniqueTopic('txn-coordkill')
     await createTopic(cluster, topic, { partitions: 3, replicationFactor: 3, minIsr: 2 })
-    p = createProducer({ 'bootstrap.servers': bs(cluster), transport: tcp(), 'transactional.id': `coordkill-${topic}`, 'linger.ms': 0, 'max.block.ms': 15000, 'request.timeout.ms': 10000 })
+    // The observer tells which node answers as the transaction coordinator and what was sent.
+    const requests: Record<string, number> = {}
+    let txnCoordinator = -1
+    let onCoordinatorRequest = (_r: CoordinatorRequestEvent) => {}
+    p = createProducer({
+      'bootstrap.servers': bs(cluster), transport: tcp(), 'transactional.id': `coordkill-${topic}`, 'linger.ms': 0, 'max.block.ms': 15000, 'request.timeout.ms': 10000,
+      observer: {
+        onCoordinatorRequest: (r) => {
+          requests[r.api] = (requests[r.api] ?? 0) + 1
+          if (r.api === 'EndTxn' || r.api === 'AddPartitionsToTxn' || r.api === 'InitProducerId') txnCoordinator = r.node
+          onCoordinatorRequest(r)
+        },
+      },
+    })
     const txns: Array<{ id: number; values: string[]; committed: boolean }> = []
     await p.initTransactions()
     const runTxn = async (id: number, n: number) => {
@@ -39,10 +52,11 @@ describe('transaction coordinator killed (kill -9) during commitTransaction(), 3
 
     // The transaction whose commit meets the kill.
     await runTxn(10, 300)
-    const coordinator = p.transactions!.transactionCoordinator!.nodeId
+    const coordinator = txnCoordinator
+    expect(coordinator, 'ten committed transactions named their coordinator').toBeGreaterThanOrEqual(0)
     const pid = cluster.nodes.find((n) => n.id === coordinator)!.pid
     let endTxnSent = 0
-    p.transactions!.onRequest = (api, _v, _b, node) => {
+    onCoordinatorRequest = ({ api, node }) => {
       if (api === 'EndTxn' && endTxnSent++ === 0) {
         // kill -9 right as the EndTxn leaves for the coordinator.
         expect(node).toBe(coordinator)
@@ -65,10 +79,10 @@ describe('transaction coordinator killed (kill -9) during commitTransaction(), 3
     const commitMs = Date.now() - started
     await killNode(cluster, coordinator).catch(() => {}) // marks it down for bs(); already dead
     killed.push(coordinator)
-    const newCoordinator = p.transactions!.transactionCoordinator!.nodeId
+    const newCoordinator = txnCoordinator
     expect(newCoordinator).not.toBe(coordinator)
     expect(endTxnSent).toBeGreaterThanOrEqual(2)
-    expect(p.transactions!.requestsSent.FindCoordinator).toBeGreaterThanOrEqual(2)
+    expect(requests.FindCoordinator).toBeGreaterThanOrEqual(2)
 
     // The producer goes on: more transactions, one aborted, on the surviving nodes.
     for (let i = 11; i < 16; i++) {
@@ -76,7 +90,7 @@ describe('transaction coordinator killed (kill -9) during commitTransaction(), 3
       if (i === 13) await p.abortTransaction()
       else { await p.commitTransaction(); txns.at(-1)!.committed = true }
     }
-    console.log(`coordinator node ${coordinator} killed during commit; commit finished after ${commitMs} ms, ${attempts} call(s) [${errors.join(' | ')}], new coordinator ${newCoordinator}, requests ${JSON.stringify(p.transactions!.requestsSent)}`)
+    console.log(`coordinator node ${coordinator} killed during commit; commit finished after ${commitMs} ms, ${attempts} call(s) [${errors.join(' | ')}], new coordinator ${newCoordinator}, requests ${JSON.stringify(requests)}`)
 
     const expected = txns.filter((t) => t.committed).flatMap((t) => t.values)
     const read = await readTopic(cluster, topic, { isolation: 'read_committed', expected: expected.length, timeoutMs: 60_000 })
@@ -96,7 +110,9 @@ for (const tv of [2, 1] as const) describe(`consume-process-produce exactly once
   beforeAll(async () => { cluster = await ensureCluster(tv === 2 ? { name: 'txn' } : { name: 'txn-tv1', tv: 1 }) })
   afterAll(() => { for (const c of children) c.kill('SIGKILL') })
 
-  function startProcessor(args: object): { child: ChildProcess; lines: string[]; exited: Promise<number | null>; waitLine: (pred: (l: string) => boolean, ms: number) => Promise<string> } {
+  function startProcessor(args: object): {
+    child: ChildProcess; lines: string[]; exited: Promise<number | null>; waitLine: (pred: (l: string) => boolean, ms: number) => Promise<string>
+  } {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/helpers/eos-processor.ts'), JSON.stringify(args)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
     children.add(child)
     const lines: string[] = []
@@ -183,6 +199,7 @@ for (const tv of [2, 1] as const) describe(`consume-process-produce exactly once
 
     const ends = await endOffsets(cluster, input)
     const offsets = await groupOffsets(cluster, group)
-    expect(Object.fromEntries(offsets.filter((o) => o.topic === input).map((o) => [o.partition, o.offset]))).toEqual(Object.fromEntries(Object.entries(ends).map(([k, v]) => [Number(k), v])))
+    const committedOffsets = Object.fromEntries(offsets.filter((o) => o.topic === input).map((o) => [o.partition, o.offset]))
+    expect(committedOffsets).toEqual(Object.fromEntries(Object.entries(ends).map(([k, v]) => [Number(k), v])))
   }, 300_000)
 })

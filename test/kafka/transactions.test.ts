@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { IllegalStateException } from '../../src/edge/errors.js'
-import { createProducer, ProducerFencedException, type Producer } from '../../src/edge/index.js'
+import { createProducer, ProducerFencedException, type CoordinatorRequestEvent, type ProduceRequestEvent, type Producer } from '../../src/edge/index.js'
 import { tcp } from '../../src/edge/node.js'
 
 import { bs, createTopic, dumpBatches, ensureCluster, readTopic, uniqueTopic, type Cluster } from '../helpers/kafka.js'
@@ -67,25 +67,28 @@ for (const tv of [2, 1] as const) {
       expect(cluster.transactionVersion).toBe(tv)
       const topic = uniqueTopic(`txn-tv${tv}`)
       await createTopic(cluster, topic, { partitions: 6 })
-      const p = txnProducer(cluster, `txn-500-tv${tv}-${topic}`)
-      producers.push(p)
       const versions: Record<string, number[]> = {}
-      p.transactions!.onRequest = (api, version) => { (versions[api] ??= []).push(version ?? -1) }
+      const counts: Record<string, number> = {}
       const produceVersions = new Set<number>()
+      const history: Array<{ producerId: bigint; epoch: number }> = []
       let notYetAdded = 0
+      const p = txnProducer(cluster, `txn-500-tv${tv}-${topic}`, {
+        observer: {
+          onCoordinatorRequest: ({ api, version }: CoordinatorRequestEvent) => {
+            (versions[api] ??= []).push(version ?? -1)
+            counts[api] = (counts[api] ?? 0) + 1
+          },
+          onProduceRequest: (r: ProduceRequestEvent) => {
+            produceVersions.add(r.maxVersion)
+            // Only partitions already in the transaction are drained (TV1: after AddPartitionsToTxn).
+            for (const b of r.batches) if (tv === 1 && !b.inTransaction) notYetAdded++
+          },
+          onProducerId: (pe: { producerId: bigint; epoch: number }) => { history.push(pe) },
+        },
+      })
+      producers.push(p)
       const started = Date.now()
-      // The sender exists once connected; initTransactions connects.
-      const sent = await (async () => {
-        await p.connect()
-        const orig = p.sender.onProduceRequest
-        p.sender.onProduceRequest = (node, batches) => {
-          produceVersions.add(p.sender.produceVersionCap())
-          // Only partitions already in the transaction are drained (TV1: after AddPartitionsToTxn).
-          for (const b of batches) if (!p.transactions!.partitionsInTransaction.has(b.tp.key)) notYetAdded++
-          orig?.(node, batches)
-        }
-        return runTransactions(p, topic, 500, 1000 + tv)
-      })()
+      const sent = await runTransactions(p, topic, 500, 1000 + tv)
       const elapsed = Date.now() - started
       const committed = sent.filter((s) => s.committed)
       const aborted = sent.filter((s) => !s.committed)
@@ -95,19 +98,15 @@ for (const tv of [2, 1] as const) {
 
       expect(notYetAdded).toBe(0)
       // Which protocol path ran.
-      const counts = p.transactions!.requestsSent
       if (tv === 1) {
         expect(counts.AddPartitionsToTxn).toBeGreaterThan(0)
         expect(versions.EndTxn!.every((v) => v <= 4)).toBe(true)
         expect([...produceVersions]).toEqual([11])
-        expect(p.transactions!.tv2).toBe(false)
       } else {
         expect(counts.AddPartitionsToTxn ?? 0).toBe(0)
         expect(versions.EndTxn!.every((v) => v === 5)).toBe(true)
         expect([...produceVersions]).toEqual([12])
-        expect(p.transactions!.tv2).toBe(true)
         // Every EndTxn v5 bumped the epoch: 500 transactions, 500 epochs after the first.
-        const history = p.txn!.epochHistory
         expect(history.length).toBe(501)
         for (let i = 1; i < history.length; i++) {
           const [a, b] = [history[i - 1]!, history[i]!]
@@ -116,7 +115,7 @@ for (const tv of [2, 1] as const) {
       }
       // One producer id for the whole run (retries of the first InitProducerId count as requests).
       expect(counts.InitProducerId).toBeGreaterThanOrEqual(1)
-      if (tv === 1) expect(p.txn!.epochHistory.length).toBe(1)
+      if (tv === 1) expect(history.length).toBe(1)
       // TV2: every transaction that appended a record ends with EndTxn (retries after
       // CONCURRENT_TRANSACTIONS count too). TV1: an abort before any AddPartitionsToTxn completed has
       // nothing to end on the coordinator, so it skips EndTxn, as Java does.
@@ -154,25 +153,26 @@ for (const tv of [2, 1] as const) {
     it('send() outside a transaction throws IllegalStateException; illegal calls leave the state unchanged', async () => {
       const topic = uniqueTopic(`txn-illegal-tv${tv}`)
       await createTopic(cluster, topic, { partitions: 1 })
-      const p = txnProducer(cluster, `txn-illegal-${topic}`)
+      let endTxns = 0
+      const p = txnProducer(cluster, `txn-illegal-${topic}`, { observer: { onCoordinatorRequest: (r: CoordinatorRequestEvent) => { if (r.api === 'EndTxn') endTxns++ } } })
       producers.push(p)
       expect(() => p.send({ topic, value: 'x' })).toThrow(IllegalStateException)
       expect(() => p.beginTransaction()).toThrow(IllegalStateException)
       await expect(p.commitTransaction()).rejects.toBeInstanceOf(IllegalStateException)
-      expect(p.transactions!.state).toBe('UNINITIALIZED')
+      expect(p.state.transactionState).toBe('UNINITIALIZED')
       await p.initTransactions()
-      expect(p.transactions!.state).toBe('READY')
+      expect(p.state.transactionState).toBe('READY')
       expect(() => p.send({ topic, value: 'x' })).toThrow(/beginTransaction/)
       await expect(p.initTransactions()).rejects.toBeInstanceOf(IllegalStateException)
       await expect(p.abortTransaction()).rejects.toBeInstanceOf(IllegalStateException)
-      expect(p.transactions!.state).toBe('READY')
+      expect(p.state.transactionState).toBe('READY')
       p.beginTransaction()
       expect(() => p.beginTransaction()).toThrow(IllegalStateException)
-      expect(p.transactions!.state).toBe('IN_TRANSACTION')
+      expect(p.state.transactionState).toBe('IN_TRANSACTION')
       // An empty transaction: nothing to end on TV2; TV1 has no partitions either, so no EndTxn at all.
       await p.commitTransaction()
-      expect(p.transactions!.requestsSent.EndTxn ?? 0).toBe(0)
-      expect(p.transactions!.state).toBe('READY')
+      expect(endTxns).toBe(0)
+      expect(p.state.transactionState).toBe('READY')
     })
 
     it('zombie fencing: a second producer with the same transactional.id fences the first; none of the zombie\'s later records become visible', async () => {

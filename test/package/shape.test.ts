@@ -77,11 +77,11 @@ describe('the tarball', () => {
     expect(importers).toEqual(['dist/edge/inline.js'])
   })
 
-  it('has no dependencies; hono and ws are optional peers', () => {
+  it('has no dependencies; hono, ws and jose (JWKS tokens in the relay) are optional peers', () => {
     const pkg = JSON.parse(readFileSync(path.join(unpacked, 'package.json'), 'utf8'))
     expect(pkg.dependencies ?? {}).toEqual({})
-    expect(Object.keys(pkg.peerDependencies).sort()).toEqual(['hono', 'ws'])
-    expect(pkg.peerDependenciesMeta).toEqual({ hono: { optional: true }, ws: { optional: true } })
+    expect(Object.keys(pkg.peerDependencies).sort()).toEqual(['hono', 'jose', 'ws'])
+    expect(pkg.peerDependenciesMeta).toEqual({ hono: { optional: true }, jose: { optional: true }, ws: { optional: true } })
   })
 })
 

@@ -51,11 +51,11 @@ async function runCase(c) {
     const records = secureWorkload(c.count, c.seed)
     const acks = await Promise.all(records.map((r) => producer.send({ topic: c.topic, ...r })))
     const metrics = producer.metrics()
-    const pe = producer.txn?.producerIdAndEpoch
+    const producerId = producer.state.producerId
     await producer.close()
     return {
       case: c.name, ok: true, ms: Date.now() - started,
-      producerId: pe ? String(pe.producerId) : null,
+      producerId: producerId === null ? null : String(producerId),
       acks: acks.map((a) => [a.partition, String(a.offset)]),
       requests: metrics['request-total'],
     }

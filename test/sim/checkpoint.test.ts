@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { CheckpointException, ConfigException, createProducer, memoryCheckpointStore, type Producer, type ProducerCheckpoint } from '../../src/edge/index.js'
+import { CheckpointException, ConfigException, createProducer, memoryCheckpointStore, type ProduceRequestEvent, type Producer, type ProducerCheckpoint } from '../../src/edge/index.js'
 import { NO_NET_FAULTS } from './sim-network.js'
 import { World, indexOf } from './harness.js'
 import { rng } from '../helpers/records.js'
@@ -116,20 +116,22 @@ describe('checkpoint and resume (model cluster)', () => {
   it('no batch is sent before a save holding it resolved; acknowledged batches leave the checkpoint', async () => {
     const saved: ProducerCheckpoint[] = []
     let durable: ProducerCheckpoint | undefined
+    const unsaved: string[] = []
     const w: World = world(13, {
+      observer: {
+        onProduceRequest: (r: ProduceRequestEvent) => {
+          for (const b of r.batches) {
+            if (!durable?.pending.some((p) => p.partition === b.partition && p.baseSequence === b.baseSequence)) unsaved.push(`${b.partition}/${b.baseSequence}`)
+          }
+        },
+      },
       checkpoint: {
         load: () => Promise.resolve(undefined),
         // A slow store: each save completes 30 ms (virtual) later.
         save: (cp: ProducerCheckpoint) => new Promise<void>((resolve) => w.clock.setTimeout(() => { durable = cp; saved.push(cp); resolve() }, 30)),
       },
     })
-    const unsaved: string[] = []
     await drive(w, w.producer.connect())
-    w.producer.sender.onProduceRequest = (_node, batches) => {
-      for (const b of batches) {
-        if (!durable?.pending.some((p) => p.partition === b.tp.partition && p.baseSequence === b.baseSequence)) unsaved.push(`${b.tp.partition}/${b.baseSequence}`)
-      }
-    }
     for (let i = 0; i < 60; i++) w.send(TOPIC, { partition: i % PARTITIONS })
     expect(await w.settle()).toBe(true)
     await w.clock.advance(200)

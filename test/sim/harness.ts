@@ -38,6 +38,8 @@ export class World {
   readonly producer: Producer
   readonly outcomes: Outcome[] = []
   readonly trace: string[] = []
+  /** Every (producer id, epoch) the producer took, as its observer reported them. */
+  readonly epochs: Array<{ producerId: bigint; epoch: number }> = []
   private readonly scratch = new Uint8Array(64 << 10)
 
   constructor(readonly seed: number, opts: WorldOptions = {}) {
@@ -49,6 +51,7 @@ export class World {
       transport: this.net,
       clock: this.clock,
       random: rng(seed ^ 0x2545f491),
+      observer: { onProducerId: (pe: { producerId: bigint; epoch: number }) => { this.epochs.push(pe) } },
       ...opts.producer,
     })
   }

@@ -121,14 +121,17 @@ export class ModelCluster {
   readonly hiddenTopics = new Set<string>()
   private nextProducerId = 1000n
   /** Per-request observations, for scenario assertions. */
-  readonly produceLog: Array<{ node: number; version: number; partitions: Array<{ topic: string; partition: number; epoch: number; baseSequence: number; count: number; errorCode: number }> }> = []
+  readonly produceLog: Array<{
+    node: number; version: number; partitions: Array<{ topic: string; partition: number; epoch: number; baseSequence: number; count: number; errorCode: number }>
+  }> = []
   readonly errorsSent = new Map<string, number>()
   appends = 0
   /** The throttle of the last Produce answer, read by the network that carries it. */
   lastThrottle = { ms: 0, clientSide: true }
   duplicates = 0
   /** Scripted answers: consulted before everything else for each partition of a Produce request. */
-  script: ((ctx: { topic: string; partition: number; baseSequence: number; epoch: number; count: number; node: number }) => { error: string; afterAppend?: boolean; hint?: boolean; logStartOffset?: number } | null) | null = null
+  script: ((ctx: { topic: string; partition: number; baseSequence: number; epoch: number; count: number; node: number }) =>
+    { error: string; afterAppend?: boolean; hint?: boolean; logStartOffset?: number } | null) | null = null
   /** Scripted InitProducerId answers, consumed in order. */
   readonly initScript: string[] = []
   readonly coordinator: ModelTxnCoordinator

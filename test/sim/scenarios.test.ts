@@ -51,7 +51,7 @@ describe('reference section 7 scenarios', () => {
     await finish(w)
     expect(errors(w, 'OUT_OF_ORDER_SEQUENCE_NUMBER')).toBe(2)
     expect(logOf(w)).toEqual([0, 1, 2, 3])
-    expect(w.producer.txn!.producerIdAndEpoch.epoch).toBe(0)
+    expect(w.producer.state.producerEpoch).toBe(0)
     // While retrying, one request per partition: the retries went one at a time in sequence order.
     const retried = w.cluster.produceLog.slice(-3).map((r) => r.partitions[0]!.baseSequence)
     expect(retried).toEqual([1, 2, 3])
@@ -91,7 +91,7 @@ describe('reference section 7 scenarios', () => {
     w.cluster.script = onceFor([1], 'OUT_OF_ORDER_SEQUENCE_NUMBER')
     for (let i = 0; i < 3; i++) w.send('t')
     await finish(w)
-    expect(w.producer.txn!.producerIdAndEpoch.epoch).toBe(1)
+    expect(w.producer.state.producerEpoch).toBe(1)
     const batches = w.cluster.partition('t', 0).log
     expect(batches.map((b) => [b.epoch, b.baseSequence])).toEqual([[0, 0], [1, 0], [1, 1], [1, 2]])
     expect(w.producer.metrics()['producer-epoch-bumps-total']).toBe(1)
@@ -104,7 +104,7 @@ describe('reference section 7 scenarios', () => {
     const o = w.send('t')
     await finish(w)
     expect(o.status).toBe('acked')
-    expect(w.producer.txn!.producerIdAndEpoch.epoch).toBe(1)
+    expect(w.producer.state.producerEpoch).toBe(1)
     expect(w.cluster.partition('t', 0).log.at(-1)!.baseSequence).toBe(0)
   })
 
@@ -115,7 +115,7 @@ describe('reference section 7 scenarios', () => {
     const o = w.send('t')
     await finish(w)
     expect(o.status).toBe('acked')
-    expect(w.producer.txn!.producerIdAndEpoch.epoch).toBe(0)
+    expect(w.producer.state.producerEpoch).toBe(0)
     expect(w.cluster.partition('t', 0).log.at(-1)!.baseSequence).toBe(1)
   })
 
@@ -162,7 +162,7 @@ describe('reference section 7 scenarios', () => {
     expect(errors(w, 'MESSAGE_TOO_LARGE')).toBeGreaterThan(0)
     const batches = w.cluster.partition('t', 0).log
     for (let i = 1; i < batches.length; i++) expect(batches[i]!.baseSequence).toBe(batches[i - 1]!.baseSequence + batches[i - 1]!.values.length)
-    expect(w.producer.txn!.producerIdAndEpoch.epoch).toBe(0)
+    expect(w.producer.state.producerEpoch).toBe(0)
     await finish(w)
   })
 
@@ -214,8 +214,8 @@ describe('reference section 7 scenarios', () => {
     const next = w.send('t')
     await finish(w)
     expect(next.status).toBe('acked')
-    expect(w.producer.txn!.state).toBe('READY')
-    expect(w.producer.txn!.producerIdAndEpoch.epoch).toBe(1)
+    expect(w.producer.state.transactionState).toBe('READY')
+    expect(w.producer.state.producerEpoch).toBe(1)
   })
 
   it('12 (needs the transactional producer for abort; today: the idempotent analogue) a timed-out batch bumps the epoch and the producer continues', async () => {
@@ -229,7 +229,7 @@ describe('reference section 7 scenarios', () => {
     const next = w.send('t')
     await finish(w)
     expect(next.status).toBe('acked')
-    expect(w.producer.txn!.producerIdAndEpoch.epoch).toBe(1)
+    expect(w.producer.state.producerEpoch).toBe(1)
     expect(logOf(w)).toEqual([0, 2])
   })
 
@@ -244,7 +244,7 @@ describe('reference section 7 scenarios', () => {
       return res
     }
     await warm(w)
-    expect(w.producer.txn!.producerIdAndEpoch.epoch).toBe(32767)
+    expect(w.producer.state.producerEpoch).toBe(32767)
     w.cluster.script = ({ baseSequence, epoch }) => (epoch === 32767 && baseSequence === 1 ? { error: 'OUT_OF_ORDER_SEQUENCE_NUMBER' } : null)
     const o = w.send('t')
     await finish(w)
@@ -268,7 +268,7 @@ describe('reference section 7 scenarios', () => {
     w.cluster.reviveBroker(1)
     await finish(w)
     expect(outs.every((o) => o.status === 'acked')).toBe(true)
-    expect(w.producer.txn!.state).toBe('READY')
+    expect(w.producer.state.transactionState).toBe('READY')
     expect(w.cluster.duplicates).toBeGreaterThan(0)
   })
 

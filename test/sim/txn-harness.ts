@@ -1,4 +1,5 @@
 import { IllegalStateException, KafkaEdgeError, TimeoutException } from '../../src/edge/errors.js'
+import type { ProducerObserver } from '../../src/edge/producer/config.js'
 import '../../src/edge/producer/install.js'
 import { createProducer, type Producer, type RecordMetadata } from '../../src/edge/producer/producer.js'
 
@@ -73,6 +74,9 @@ export class TxnWorld {
   readonly appViolations: string[] = []
   /** Virtual time after which a call still timing out is a hang rather than a fault window. */
   retryDeadline = Infinity
+  /** Per incarnation: coordinator requests sent per API, and whether a Produce went out at v12 (transaction v2). */
+  readonly requestsSent: Array<Record<string, number>> = []
+  readonly usedTv2: boolean[] = []
 
   constructor(readonly seed: number, private readonly opts: { model?: Partial<ModelOptions>; producer?: Record<string, unknown> } = {}) {
     this.cluster = new ModelCluster(opts.model ?? {}, rng(seed ^ 0x5bd1e995), () => this.clock.now())
@@ -84,6 +88,11 @@ export class TxnWorld {
   newProducer(): number {
     const incarnation = this.producers.length
     this.startedAt.push(this.clock.now())
+    const sent: Record<string, number> = {}
+    this.requestsSent.push(sent)
+    this.usedTv2.push(false)
+    // The harness counts through the producer's observer and passes every event on to the scenario's own.
+    const own = (this.opts.producer?.observer ?? {}) as ProducerObserver
     this.producers.push(createProducer({
       'bootstrap.servers': 'broker0.sim:9092',
       transport: this.net,
@@ -91,6 +100,11 @@ export class TxnWorld {
       random: rng(this.seed ^ 0x2545f491 ^ (incarnation * 0x9e3779b9)),
       'transactional.id': TRANSACTIONAL_ID,
       ...this.opts.producer,
+      observer: {
+        ...own,
+        onCoordinatorRequest: (r) => { sent[r.api] = (sent[r.api] ?? 0) + 1; own.onCoordinatorRequest?.(r) },
+        onProduceRequest: (r) => { if (r.maxVersion >= 12) this.usedTv2[incarnation] = true; own.onProduceRequest?.(r) },
+      },
     }))
     return incarnation
   }
@@ -145,9 +159,9 @@ export class TxnWorld {
   }
 
   private classify(incarnation: number, op: string, e: Error): CallResult {
-    if (this.producers[incarnation]!.transactions!.state === 'FATAL_ERROR') return { kind: 'fatal', error: e }
+    if (this.producers[incarnation]!.state.fatal) return { kind: 'fatal', error: e }
     if (e instanceof IllegalStateException) {
-      this.appViolations.push(`producer ${incarnation}: ${op}() threw ${e.name} in state ${this.producers[incarnation]!.transactions!.state}: ${e.message}`)
+      this.appViolations.push(`producer ${incarnation}: ${op}() threw ${e.name} in state ${this.producers[incarnation]!.state.transactionState}: ${e.message}`)
       return { kind: 'fatal', error: e }
     }
     return { kind: 'abortable', error: e }
@@ -159,7 +173,7 @@ export class TxnWorld {
     this.closed.add(incarnation)
     this.endedAt[incarnation] = this.clock.now()
     const p = this.producers[incarnation]!
-    if (death) this.deaths.push({ incarnation, error: death, ...p.transactions!.producerIdAndEpoch, at: this.clock.now() })
+    if (death) this.deaths.push({ incarnation, error: death, producerId: p.state.producerId ?? -1n, epoch: p.state.producerEpoch ?? -1, at: this.clock.now() })
     await p.close({ timeoutMs: 0 })
   }
 
@@ -394,7 +408,7 @@ export async function runTxnSeed(seed: number, opts: { verbose?: boolean } = {})
 
   const count = (res: TxnResult) => w.txns.filter((t) => t.result === res).length
   const stats: TxnSeedStats = {
-    tv2: w.producers.some((p) => p.transactions!.tv2),
+    tv2: w.usedTv2.some(Boolean),
     records: w.outcomes.length,
     acked: w.outcomes.filter((o) => o.status === 'acked').length,
     failed: w.outcomes.filter((o) => o.status === 'failed').length,

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
+import type { CoordinatorRequestEvent, ProduceRequestEvent } from '../../src/edge/index.js'
 import { KafkaEdgeError, ProducerFencedException, TransactionAbortableException } from '../../src/edge/errors.js'
-import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions.js'
+import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions/state.js'
 import { AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, Produce, TxnOffsetCommit } from '../../src/edge/protocol/index.js'
 import { World, indexOf } from './harness.js'
 import type { ModelOptions } from './model-broker.js'
@@ -57,7 +58,6 @@ async function finish(w: TxnWorld): Promise<void> {
   expect(w.violations()).toEqual([])
 }
 
-const state = (w: TxnWorld, inc: number) => w.producers[inc]!.transactions!
 
 describe('transactional scenarios', () => {
   for (const tv of [1, 2]) {
@@ -67,11 +67,11 @@ describe('transactional scenarios', () => {
       loseAnswers(w, EndTxn.key, 1)
       const t = await txn(w, inc, plan('commit', to('t', 0), to('t', 1), to('u', 0)))
       expect(t.result).toBe('committed')
-      expect(state(w, inc).requestsSent.EndTxn).toBe(2)
-      expect(state(w, inc).tv2).toBe(tv === 2)
+      expect(w.requestsSent[inc]!.EndTxn).toBe(2)
+      expect(w.usedTv2[inc]).toBe(tv === 2)
       // TV2: the retry carried the epoch before the bump and got the bumped one back, which the next transaction uses.
       const m = w.cluster.coordinator.txns.get('sim-txn')!
-      expect(state(w, inc).producerIdAndEpoch.epoch).toBe(m.epoch)
+      expect(w.producers[inc]!.state.producerEpoch).toBe(m.epoch)
       expect(m.epoch).toBe(tv === 2 ? 1 : 0)
       const next = await txn(w, inc, plan('commit', to('t', 0)))
       expect(next.result).toBe('committed')
@@ -98,7 +98,7 @@ describe('transactional scenarios', () => {
     const t = await txn(w, inc, plan('commit', to('t', 0), to('t', 1)))
     expect(t.result).toBe('committed')
     expect(w.cluster.coordinator.leader).not.toBe(moved)
-    expect(state(w, inc).requestsSent.FindCoordinator).toBeGreaterThanOrEqual(2)
+    expect(w.requestsSent[inc]!.FindCoordinator).toBeGreaterThanOrEqual(2)
     expect(w.cluster.errorsSent.get('COORDINATOR_LOAD_IN_PROGRESS') ?? 0).toBeGreaterThan(0)
     await finish(w)
     expect([...readCommitted(w, 't', 0), ...readCommitted(w, 't', 1)]).toEqual([0, 1])
@@ -109,7 +109,7 @@ describe('transactional scenarios', () => {
       const w = world({ model: { transactionVersion: tv } })
       const a = await started(w)
       const zombie = w.begin(a, 'commit')
-      state(w, a).beginTransaction()
+      w.producers[a]!.beginTransaction()
       w.send(a, zombie, to('t', 0))
       w.send(a, zombie, to('u', 0))
       await w.clock.advance(100)
@@ -142,7 +142,7 @@ describe('transactional scenarios', () => {
     expect(failed.records.map((o) => o.error?.name)).toEqual([undefined, 'InvalidProducerEpochException'])
     // The abort is followed by InitProducerId with the current id/epoch (KIP-360): epoch 0 -> 1.
     expect(w.cluster.coordinator.events.filter((e) => e.what === 'init').map((e) => e.epoch)).toEqual([0, 1])
-    expect(state(w, inc).producerIdAndEpoch.epoch).toBe(1)
+    expect(w.producers[inc]!.state.producerEpoch).toBe(1)
     const next = await txn(w, inc, plan('commit', to('t', 1)))
     expect(next.result).toBe('committed')
     await finish(w)
@@ -181,10 +181,12 @@ describe('transactional scenarios', () => {
   })
 
   it(`TV1: AddPartitionsToTxn meets CONCURRENT_TRANSACTIONS while the previous commit's markers are written, and retries after ${ADD_PARTITIONS_RETRY_BACKOFF_MS} ms`, async () => {
-    const w = world({ model: { transactionVersion: 1, markerDelayMs: 100 }, producer: { 'retry.backoff.ms': 100 } })
-    const inc = await started(w)
     const adds: number[] = []
-    state(w, inc).onRequest = (api) => { if (api === 'AddPartitionsToTxn') adds.push(w.clock.now()) }
+    const w: TxnWorld = world({
+      model: { transactionVersion: 1, markerDelayMs: 100 },
+      producer: { 'retry.backoff.ms': 100, observer: { onCoordinatorRequest: (r: CoordinatorRequestEvent) => { if (r.api === 'AddPartitionsToTxn') adds.push(w.clock.now()) } } },
+    })
+    const inc = await started(w)
     expect((await txn(w, inc, plan('commit', to('t', 0)))).result).toBe('committed')
     adds.length = 0
     expect((await txn(w, inc, plan('commit', to('t', 1)))).result).toBe('committed')
@@ -214,8 +216,8 @@ describe('transactional scenarios', () => {
       loseAnswers(w, TxnOffsetCommit.key, 1)
       expect((await txn(w, inc, { ...plan('commit', to('t', 0)), offsets: [0, 1] })).result).toBe('committed')
       expect((await txn(w, inc, { ...plan('abort', to('t', 1)), offsets: [1] })).result).toBe('aborted')
-      expect(state(w, inc).requestsSent.AddOffsetsToTxn ?? 0).toBe(tv === 1 ? 2 : 0)
-      expect(state(w, inc).requestsSent.TxnOffsetCommit).toBe(3)
+      expect(w.requestsSent[inc]!.AddOffsetsToTxn ?? 0).toBe(tv === 1 ? 2 : 0)
+      expect(w.requestsSent[inc]!.TxnOffsetCommit).toBe(3)
       await finish(w)
       expect(w.cluster.coordinator.offsetCommits.map((c) => `${c.tp}=${c.offset}:${c.committed}`)).toEqual(['in:0=1:true', 'in:1=1:true', 'in:1=2:false'])
     })
@@ -227,7 +229,7 @@ describe('transactional scenarios', () => {
       const inc = await started(w)
       expect((await txn(w, inc, plan('commit'))).result).toBe('committed')
       expect((await txn(w, inc, plan('abort'))).result).toBe('aborted')
-      expect(state(w, inc).requestsSent.EndTxn ?? 0).toBe(0)
+      expect(w.requestsSent[inc]!.EndTxn ?? 0).toBe(0)
       await finish(w)
     }
   })
@@ -326,7 +328,7 @@ describe('transactional regressions', () => {
     const w = world({ model: { transactionVersion: 1 }, producer: { 'retry.backoff.ms': 500, 'retry.backoff.max.ms': 500 } })
     const a = await started(w)
     const zombie = w.begin(a, 'commit')
-    state(w, a).beginTransaction()
+    w.producers[a]!.beginTransaction()
     loseAnswers(w, Produce.key, 1)
     w.send(a, zombie, to('t', 0))
     await w.clock.advance(10)
@@ -334,7 +336,7 @@ describe('transactional regressions', () => {
     expect(zombie.records[0]!.status).toBe('pending')
     w.send(a, zombie, to('t', 1))
     await w.clock.advance(100)
-    expect(state(w, a).state).toBe('FATAL_ERROR')
+    expect(w.producers[a]!.state.transactionState).toBe('FATAL_ERROR')
     const [retried] = zombie.records
     expect(retried!.error).toBeInstanceOf(ProducerFencedException)
     expect(retried!.error!.message).toMatch(/was fenced/)
@@ -383,17 +385,21 @@ describe('transactional regressions', () => {
     // abort went out at once, and the retry reached the leader after the markers: a transactional
     // write for a partition no longer in the transaction (KIP-890 verification refused it; an older
     // broker would have appended it and left a transaction open that nobody ends).
-    const w = world({ model: { brokers: 2, transactionVersion: 1 }, producer: { 'request.timeout.ms': 1000, 'delivery.timeout.ms': 1000, 'retry.backoff.ms': 300, 'retry.backoff.max.ms': 300 } })
-    const inc = await started(w)
-    const t0 = w.clock.now()
-    let refused = false
-    w.cluster.script = () => (refused ? null : ((refused = true), { error: 'NOT_LEADER_OR_FOLLOWER' }))
+    let t0 = 0
     // The first attempt is refused; its retry crawls, reaching the leader 1150 ms after the send.
-    w.producers[inc]!.sender.onProduceRequest = (node, batches) => {
-      if (node !== 1 || batches[0]!.attempts !== 1) return
+    const onProduceRequest = (r: ProduceRequestEvent) => {
+      if (r.node !== 1 || r.batches[0]!.attempt !== 2) return
       const link = [...w.net.links].find((l) => l.node === 1) as unknown as { requestsArriveAt: number }
       link.requestsArriveAt = t0 + 1150
     }
+    const w: TxnWorld = world({
+      model: { brokers: 2, transactionVersion: 1 },
+      producer: { 'request.timeout.ms': 1000, 'delivery.timeout.ms': 1000, 'retry.backoff.ms': 300, 'retry.backoff.max.ms': 300, observer: { onProduceRequest } },
+    })
+    const inc = await started(w)
+    t0 = w.clock.now()
+    let refused = false
+    w.cluster.script = () => (refused ? null : ((refused = true), { error: 'NOT_LEADER_OR_FOLLOWER' }))
     const handle = w.cluster.handle.bind(w.cluster)
     const arrivals: Array<{ api: number; at: number }> = []
     w.cluster.handle = (node, frame) => {

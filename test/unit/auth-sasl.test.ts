@@ -4,7 +4,7 @@ import { scram } from '../../src/edge/auth/scram.js'
 import { ConfigException, IllegalSaslStateException, SaslAuthenticationException, UnsupportedSaslMechanismException } from '../../src/edge/errors.js'
 import { parseConfig } from '../../src/edge/producer/config.js'
 import '../../src/edge/producer/install.js'
-import type { Message } from '../../src/edge/protocol/index.js'
+import type { ApiSchema, Message } from '../../src/edge/protocol/index.js'
 import { cloudflareSockets } from '../../src/edge/transport/cloudflare-sockets.js'
 import { tcp } from '../../src/edge/transport/node-tcp.js'
 import { websocket } from '../../src/edge/transport/websocket.js'
@@ -89,7 +89,12 @@ describe('PLAIN and OAUTHBEARER', () => {
 describe('the SaslHandshake / SaslAuthenticate driver', () => {
   const broker = (answers: Message[]): { call: SaslCall; sent: Array<{ api: string; body: Message }> } => {
     const sent: Array<{ api: string; body: Message }> = []
-    return { sent, call: async (api, body) => { sent.push({ api: api.name, body }); return answers.shift()! } }
+    // A decoded response has every field; the fake fills the ones an answer leaves out with their defaults.
+    const call = (async (api: ApiSchema, body: Message) => {
+      sent.push({ api: api.name, body })
+      return { errorMessage: null, authBytes: new Uint8Array(0), sessionLifetimeMs: 0n, mechanisms: [], ...answers.shift()! }
+    }) as SaslCall
+    return { sent, call }
   }
 
   it('runs the handshake, every round, and returns the session lifetime', async () => {

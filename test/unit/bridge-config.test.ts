@@ -152,3 +152,56 @@ describe('upstream sasl', () => {
     expect(() => resolveConfig({ brokers: ['k:1'], auth: { secret: SECRET, secretEnv: 'S' } }, { S: SECRET })).toThrow(/set auth\.secret or auth\.secretEnv, not both/)
   })
 })
+
+describe('relay identity settings (issue 12)', () => {
+  it('listenTls: a certificate and its key, from files or PEM; a mismatched or missing half stops start-up', () => {
+    expect(cfg({ listenTls: { certFile: pki.files.serverCert, keyFile: pki.files.serverKey } }).listenTls).toEqual({ cert: pki.pem.serverCert, key: pki.pem.serverKey })
+    expect(refused({ listenTls: { certFile: pki.files.serverCert, keyFile: pki.files.clientKey } })).toMatch(/not the private key/)
+    expect(refused({ listenTls: { certFile: pki.files.serverCert } })).toMatch(/--tls-cert and --tls-key/)
+    expect(refused({ listenTls: { cert: 'not pem', key: pki.pem.serverKey } })).toMatch(/listenTls.cert must be PEM/)
+    expect(cfg({}).listenTls).toBeNull()
+  })
+
+  it('auth: a JWKS URL or file instead of (or beside) the HS256 secret; algorithms, ticket keys checked', () => {
+    const jwks = file('jwks.json', JSON.stringify({ keys: [] }))
+    const noSecret = (auth: Record<string, unknown>) => resolveConfig({ brokers: ['k:1'], auth }, {})
+    expect(noSecret({ jwksFile: jwks }).auth).toMatchObject({ secrets: [], jwksFile: jwks, algorithms: ['RS256', 'ES256', 'EdDSA'] })
+    expect(noSecret({ jwksUrl: 'https://idp.example/jwks.json', algorithms: ['ES384'] }).auth.algorithms).toEqual(['ES384'])
+    expect(() => noSecret({})).toThrow(/auth.jwksUrl or auth.jwksFile is required/)
+    expect(refused({ auth: { secret: SECRET, jwksUrl: 'http://idp.example/jwks.json' } })).toMatch(/https/)
+    expect(refused({ auth: { secret: SECRET, jwksUrl: 'https://a/j', jwksFile: jwks } })).toMatch(/not both/)
+    expect(refused({ auth: { secret: SECRET, jwksFile: file('bad.json', '{"no":"keys"}') } })).toMatch(/not a JWKS/)
+    expect(refused({ auth: { secret: SECRET, algorithms: ['HS256'] } })).toMatch(/HS256 is always accepted/)
+    expect(refused({ auth: { secret: SECRET, algorithms: ['none'] } })).toMatch(/not one of/)
+    expect(refused({ auth: { secret: SECRET, ticketSecret: 'short' } })).toMatch(/at least 32/)
+    expect(cfg({ auth: { secret: SECRET, ticketSecretEnv: 'T' } }, { T: 't'.repeat(32) }).auth.ticketSecrets).toEqual(['t'.repeat(32)])
+    expect(cfg({}).limits).toMatchObject({
+      maxNamesPerRequest: 10_000, parseBudgetBytes: 32 * 1024 * 1024, initProducerIdsPerMinutePerPrincipal: 60, initProducerIdsPerMinutePerIp: 600,
+    })
+  })
+})
+
+describe('producer-id tickets', () => {
+  it('verify with any listed key, carry the 64-bit id exactly, and refuse tampering, expiry and other keys', async () => {
+    const { TicketKeys, ProducerIdBindings } = await import('../../src/bridge/tickets.js')
+    const now = 1_800_000_000
+    const old = new TicketKeys(['o'.repeat(32)])
+    const rotated = new TicketKeys(['n'.repeat(32), 'o'.repeat(32)])
+    const t = old.issue({ sub: 'alice', pid: 9_223_372_036_854_775_806n, epoch: 3, txn: 'shop-1', iat: now, exp: now + 60 })
+    expect(t).toMatch(/^kpt1\.[\w-]+\.[\w-]+$/)
+    expect(rotated.verify(t, now)).toEqual({ ok: true, ticket: { sub: 'alice', pid: 9_223_372_036_854_775_806n, epoch: 3, txn: 'shop-1', iat: now, exp: now + 60 } })
+    expect(new TicketKeys(['n'.repeat(32)]).verify(t, now)).toMatchObject({ ok: false, reason: expect.stringMatching(/does not verify/) })
+    expect(rotated.verify(t, now + 60)).toMatchObject({ ok: false, reason: expect.stringMatching(/expired/) })
+    const [, payload, mac] = t.split('.')
+    const other = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), sub: 'mallory' })).toString('base64url')
+    expect(rotated.verify(`kpt1.${other}.${mac}`, now).ok).toBe(false)
+    expect(rotated.verify('kpt1.x', now).ok).toBe(false)
+    expect(rotated.verify('x'.repeat(5000), now).ok).toBe(false)
+    // Bindings: per principal, several principals per id, oldest forgotten first.
+    const b = new ProducerIdBindings(2)
+    b.bind('a', 1n, 0); b.bind('b', 1n, 0)
+    expect([b.holds('a', 1n), b.holds('b', 1n), b.holds('c', 1n)]).toEqual([true, true, false])
+    b.bind('a', 2n, 0)
+    expect([b.holds('a', 1n), b.holds('b', 1n), b.holds('a', 2n)]).toEqual([false, true, true])
+  })
+})

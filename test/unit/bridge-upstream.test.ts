@@ -82,7 +82,9 @@ async function fakeBroker(o: FakeBrokerOptions = {}): Promise<FakeBroker> {
     })
   }
   const server = o.tls
-    ? createTlsServer({ cert: pki.pem.serverCert, key: pki.pem.serverKey, ca: pki.pem.ca, requestCert: o.tls.requestCert ?? false, rejectUnauthorized: o.tls.requestCert ?? false }, onSocket)
+    ? createTlsServer({
+      cert: pki.pem.serverCert, key: pki.pem.serverKey, ca: pki.pem.ca, requestCert: o.tls.requestCert ?? false, rejectUnauthorized: o.tls.requestCert ?? false,
+    }, onSocket)
     : createNetServer(onSocket)
   server.on('tlsClientError', () => {})
   track(server)

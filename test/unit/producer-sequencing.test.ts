@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { ProducerBatch, topicPartition } from '../../src/edge/producer/producer-batch.js'
-import { TransactionManager } from '../../src/edge/producer/transaction-manager.js'
+import { IdempotenceManager } from '../../src/edge/producer/idempotence.js'
 import { loadCore, type Core } from '../../src/edge/wasm/core.js'
 
 let core: Core
@@ -12,23 +12,23 @@ function batch(records = 1): ProducerBatch {
   for (let i = 0; i < records; i++) b.append({ key: null, value: new Uint8Array(1), timestamp: 0 }, () => {}, () => {})
   return b
 }
-function manager(): TransactionManager {
-  const tm = new TransactionManager(null, (b, s) => { b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence })
+function manager(): IdempotenceManager {
+  const tm = new IdempotenceManager(null, (b, s) => { b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence })
   tm.initialized({ producerId: 7n, epoch: 0 })
   return tm
 }
 /** Drains a batch as the accumulator does: stamp, then in flight. */
-function drain(tm: TransactionManager, b: ProducerBatch): ProducerBatch {
+function drain(tm: IdempotenceManager, b: ProducerBatch): ProducerBatch {
   const s = tm.stampAtDrain(b)!
   b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence
   tm.addInflight(b)
   return b
 }
-const ack = (tm: TransactionManager, b: ProducerBatch, offset: bigint) => tm.handleCompletedBatch(b, offset, 1)
+const ack = (tm: IdempotenceManager, b: ProducerBatch, offset: bigint) => tm.handleCompletedBatch(b, offset, 1)
 
-describe('TransactionManager sequencing (reference section 3)', () => {
+describe('IdempotenceManager sequencing (reference section 3)', () => {
   it('nothing drains without a producer id; sequences are assigned at drain, by record count', () => {
-    const tm = new TransactionManager(null, () => {})
+    const tm = new IdempotenceManager(null, () => {})
     expect(tm.canDrain(batch())).toBe(false)
     const ready = manager()
     const a = drain(ready, batch(3))
@@ -60,7 +60,7 @@ describe('TransactionManager sequencing (reference section 3)', () => {
     const b1 = drain(tm, batch()); const b2 = drain(tm, batch())
     // b2 is not next after the last ack: plain retry.
     expect(tm.canRetrySequenceError('OUT_OF_ORDER_SEQUENCE_NUMBER', b2, 0n)).toBe(true)
-    expect(tm.epochBumpRequired).toBe(false)
+    expect(tm.sequencesNeedNewEpoch).toBe(false)
     expect(tm.canRetrySequenceError('OUT_OF_ORDER_SEQUENCE_NUMBER', b1, 0n)).toBe(true)
     expect(tm.bumpIdempotentEpochIfRequired()).toBe(true)
     expect([b1.producerEpoch, b1.baseSequence, b2.producerEpoch, b2.baseSequence]).toEqual([1, 0, 1, 1])
@@ -109,13 +109,13 @@ describe('TransactionManager sequencing (reference section 3)', () => {
     ack(tm, drain(tm, batch()), 0n)
     const b = drain(tm, batch())
     expect(tm.canRetrySequenceError('UNKNOWN_PRODUCER_ID', b, -1n)).toBe(true)
-    expect(tm.epochBumpRequired).toBe(false)
+    expect(tm.sequencesNeedNewEpoch).toBe(false)
     expect(tm.canRetrySequenceError('UNKNOWN_PRODUCER_ID', b, 5n)).toBe(true)
-    expect(tm.epochBumpRequired).toBe(true)
+    expect(tm.sequencesNeedNewEpoch).toBe(true)
   })
 
   it('at Short.MAX_VALUE the bump drops the id; the new id restarts the partition at 0', () => {
-    const tm = new TransactionManager(null, (b, s) => { b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence })
+    const tm = new IdempotenceManager(null, (b, s) => { b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence })
     tm.initialized({ producerId: 7n, epoch: 32767 })
     ack(tm, drain(tm, batch()), 0n)
     const b = drain(tm, batch())

@@ -33,7 +33,9 @@ function acceptProduce(w: World): Array<{ version: number; codecs: number[] }> {
     return encodeResponse(Produce, header.apiVersion, header.correlationId, {
       responses: topics.map((t) => ({
         name: t.name,
-        partitionResponses: t.partitionData.map((p) => ({ index: p.index, errorCode: 0, baseOffset: 0n, logAppendTimeMs: -1n, logStartOffset: 0n, recordErrors: [], errorMessage: null })),
+        partitionResponses: t.partitionData.map((p) => ({
+          index: p.index, errorCode: 0, baseOffset: 0n, logAppendTimeMs: -1n, logStartOffset: 0n, recordErrors: [], errorMessage: null,
+        })),
       })),
       throttleTimeMs: 0,
       nodeEndpoints: [],

@@ -1,9 +1,9 @@
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, expectTypeOf, it } from 'vitest'
 import { ProtocolError } from '../../src/edge/errors.js'
 import {
   APIS, ApiVersions, Produce, Metadata, decodeRequest, decodeRequestHeader, decodeResponse, encodeRequest, encodeResponse,
-  errorCode, errorInfo, responseHeaderVersion, type ApiSchema, type Message,
+  InitProducerId, errorCode, errorInfo, responseHeaderVersion, type ApiSchema, type Message, type RequestBody, type ResponseBody,
 } from '../../src/edge/protocol/index.js'
 import type { Field } from '../../src/edge/protocol/schema.js'
 import { FrameDecoder } from '../../src/edge/protocol/frame-decoder.js'
@@ -121,12 +121,12 @@ describe('schema engine', () => {
       throttleTimeMs: 0,
       nodeEndpoints: [{ nodeId: 2, host: 'b2', port: 9093, rack: null }],
     }
-    const m = decodeResponse(Produce, 10, encodeResponse(Produce, 10, 1, body).subarray(4))
-    expect((m.responses as any)[0].partitionResponses[0].currentLeader).toEqual({ leaderId: 2, leaderEpoch: 7 })
+    const m = decodeResponse(Produce, 10, encodeResponse(Produce, 10, 1, body).subarray(4)) as ResponseBody<typeof Produce>
+    expect(m.responses[0]!.partitionResponses[0]!.currentLeader).toEqual({ leaderId: 2, leaderEpoch: 7 })
     expect(m.nodeEndpoints).toEqual([{ nodeId: 2, host: 'b2', port: 9093, rack: null }])
     // Before v10 the hint does not exist.
-    const m9 = decodeResponse(Produce, 9, encodeResponse(Produce, 9, 1, body).subarray(4))
-    expect((m9.responses as any)[0].partitionResponses[0].currentLeader).toBeNull()
+    const m9 = decodeResponse(Produce, 9, encodeResponse(Produce, 9, 1, body).subarray(4)) as ResponseBody<typeof Produce>
+    expect(m9.responses[0]!.partitionResponses[0]!.currentLeader).toBeNull()
   })
 
   it('request headers: client id is an int16 string even in header v2; tagged header fields are skipped', () => {
@@ -139,6 +139,40 @@ describe('schema engine', () => {
   it('rejects versions outside what this client speaks', () => {
     expect(() => encodeRequest(Produce, 2, 1, null, {})).toThrow(ProtocolError)
     expect(() => encodeRequest(Produce, 13, 1, null, {})).toThrow(ProtocolError)
+  })
+})
+
+describe('typed messages: types derived from the same field lists the codec reads', () => {
+  it('a decoded response has every field, typed by its declaration (int64 as bigint, nullable strings, nested arrays)', () => {
+    const body = { throttleTimeMs: 0, errorCode: 0, producerId: 4242n, producerEpoch: 7 }
+    const init = decodeResponse(InitProducerId, 4, encodeResponse(InitProducerId, 4, 1, body).subarray(4)) as ResponseBody<typeof InitProducerId>
+    expectTypeOf(init.producerId).toEqualTypeOf<bigint>()
+    expectTypeOf(init.producerEpoch).toEqualTypeOf<number>()
+    expect(init).toEqual(body)
+
+    const produced: ResponseBody<typeof Produce> = {
+      responses: [{ name: 't', partitionResponses: [{
+        index: 0, errorCode: 0, baseOffset: 10n, logAppendTimeMs: -1n, logStartOffset: 0n, recordErrors: [], errorMessage: null, currentLeader: null,
+      }] }],
+      throttleTimeMs: 0, nodeEndpoints: [],
+    }
+    const pr = produced.responses[0]!.partitionResponses[0]!
+    expectTypeOf(pr.errorMessage).toEqualTypeOf<string | null>()
+    expectTypeOf(pr.currentLeader).toEqualTypeOf<{ leaderId: number; leaderEpoch: number } | null>()
+    const back = decodeResponse(Produce, 10, encodeResponse(Produce, 10, 1, produced).subarray(4)) as ResponseBody<typeof Produce>
+    expect(back.responses[0]!.partitionResponses[0]!.baseOffset).toBe(10n)
+  })
+
+  it('a request may leave out fields (they are written as defaults), but not name fields the API does not have', () => {
+    const req: RequestBody<typeof InitProducerId> = { transactionalId: null, transactionTimeoutMs: 60_000 }
+    // @ts-expect-error InitProducerId has no field `topics`
+    const wrong: RequestBody<typeof InitProducerId> = { topics: [] }
+    // @ts-expect-error transactionTimeoutMs is an int32, not a string
+    const mistyped: RequestBody<typeof InitProducerId> = { transactionTimeoutMs: '60000' }
+    void wrong; void mistyped
+    const frame = encodeRequest(InitProducerId, 4, 9, 'c', req)
+    const decoded = decodeRequest(frame)
+    expect(decoded.body).toMatchObject({ transactionalId: null, transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1 })
   })
 })
 

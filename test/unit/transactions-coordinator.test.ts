@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { IllegalStateException, TimeoutException, TransactionAbortableException } from '../../src/edge/errors.js'
 import { apiError } from '../../src/edge/protocol/index.js'
 import { topicPartition } from '../../src/edge/producer/producer-batch.js'
-import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions.js'
+import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions/state.js'
 import { setup } from '../helpers/txn-fake-coordinator.js'
 
 const tp = (p: number, t = 'out') => topicPartition(t, p)
@@ -190,7 +190,7 @@ describe('CONCURRENT_TRANSACTIONS backoff on AddPartitionsToTxn', () => {
 
 describe('epochs', () => {
   it('TV2: every EndTxn v5 returns the next epoch, adopted for the next transaction', async () => {
-    const { tm, fake, ok, idem } = setup({ tv: 2 })
+    const { tm, fake, ok, idem, epochs } = setup({ tv: 2 })
     await ok(tm.initTransactions())
     for (let i = 0; i < 3; i++) {
       tm.beginTransaction()
@@ -199,7 +199,7 @@ describe('epochs', () => {
     }
     expect(fake.requests('EndTxn').map((r) => r.body.producerEpoch)).toEqual([0, 1, 2])
     expect(idem.producerIdAndEpoch).toEqual({ producerId: 4000n, epoch: 3 })
-    expect(idem.epochHistory.map((e) => e.epoch)).toEqual([0, 1, 2, 3])
+    expect(epochs.map((e) => e.epoch)).toEqual([0, 1, 2, 3])
     expect(fake.requests('InitProducerId')).toHaveLength(1)
   })
 

@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest'
 import { FatalTransactionException, IllegalStateException, InvalidProducerEpochException, KafkaEdgeError, ProducerFencedException, TimeoutException, TransactionAbortableException } from '../../src/edge/errors.js'
 import { apiError } from '../../src/edge/protocol/index.js'
 import { topicPartition } from '../../src/edge/producer/producer-batch.js'
-import { TXN_STATES, isTransitionValid, type TxnState } from '../../src/edge/producer/transactions.js'
+import { TXN_STATES, isTransitionValid, type TxnState } from '../../src/edge/producer/transactions/state.js'
 import { setup } from '../helpers/txn-fake-coordinator.js'
 
 const tp0 = topicPartition('t', 0)
 const tp1 = topicPartition('t', 1)
 
-// Reference section 4: target -> allowed sources.
+// Java's TransactionManager.State transitions, written out here independently of the source: target -> allowed sources.
 const LEGAL: Record<TxnState, TxnState[]> = {
   UNINITIALIZED: ['READY', 'ABORTABLE_ERROR'],
   INITIALIZING: ['UNINITIALIZED', 'COMMITTING_TRANSACTION', 'ABORTING_TRANSACTION'],
@@ -112,7 +112,8 @@ describe('application calls in every state: illegal ones throw a typed error and
           const r = await run(invoke(), 50).catch((e: Error) => ({ ok: false as const, error: e }))
           expect(r.ok).toBe(false)
           const e = (r as { error: Error }).error
-          const typed = e instanceof IllegalStateException || e instanceof TransactionAbortableException || e instanceof FatalTransactionException || e instanceof ProducerFencedException
+          const typed = e instanceof IllegalStateException || e instanceof TransactionAbortableException || e instanceof FatalTransactionException ||
+            e instanceof ProducerFencedException
           expect(typed, `${e.name}: ${e.message}`).toBe(true)
           expect(tm.state).toBe(state)
         }

@@ -1,9 +1,9 @@
 import { IllegalSaslStateException, SaslAuthenticationException, UnsupportedSaslMechanismException } from '../errors.js'
-import { SaslAuthenticate, SaslHandshake, type ApiSchema, type Message } from '../protocol/index.js'
+import { SaslAuthenticate, SaslHandshake, type RequestBody, type ResponseBody } from '../protocol/index.js'
 import { utf8, type SaslExchange, type SaslMechanism, type SaslTarget } from './mechanism.js'
 
 /** Sends one request on the connection being authenticated and returns the decoded response. */
-export type SaslCall = (api: ApiSchema, body: Message) => Promise<Message>
+export type SaslCall = <A extends typeof SaslHandshake | typeof SaslAuthenticate>(api: A, body: RequestBody<A>) => Promise<ResponseBody<A>>
 
 export interface SaslSession {
   /** KIP-368: the broker closes the connection after this (0 = never); re-authenticate before it. */
@@ -18,9 +18,9 @@ export interface SaslSession {
 export async function authenticate(mechanism: SaslMechanism, target: SaslTarget, call: SaslCall): Promise<SaslSession> {
   const where = `${target.host}:${target.port}`
   const hs = await call(SaslHandshake, { mechanism: mechanism.name })
-  const hsCode = hs.errorCode as number
+  const hsCode = hs.errorCode
   if (hsCode === 33) {
-    const offered = (hs.mechanisms as string[]).join(', ') || 'none'
+    const offered = hs.mechanisms.join(', ') || 'none'
     throw new UnsupportedSaslMechanismException(`broker ${where} does not enable SASL mechanism ${mechanism.name}; it offers: ${offered}. Set sasl.mechanism to one of those`)
   }
   if (hsCode === 34) {
@@ -34,13 +34,13 @@ export async function authenticate(mechanism: SaslMechanism, target: SaslTarget,
   let out = await exchange.respond(null)
   while (out !== null) {
     const res = await call(SaslAuthenticate, { authBytes: out })
-    const code = res.errorCode as number
+    const code = res.errorCode
     if (code !== 0) {
-      const brokerMessage = (res.errorMessage as string | null) ?? `error ${code}`
+      const brokerMessage = res.errorMessage ?? `error ${code}`
       throw new SaslAuthenticationException(`SASL ${mechanism.name} authentication to ${where} failed: ${brokerMessage}`)
     }
-    if (res.sessionLifetimeMs !== undefined) lifetimeMs = Number(res.sessionLifetimeMs as bigint)
-    out = await exchange.respond((res.authBytes as Uint8Array | null) ?? new Uint8Array(0))
+    lifetimeMs = Number(res.sessionLifetimeMs)
+    out = await exchange.respond(res.authBytes)
   }
   return { lifetimeMs }
 }

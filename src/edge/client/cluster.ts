@@ -2,7 +2,7 @@ import type { SaslMechanism } from '../auth/mechanism.js'
 import type { Clock } from '../clock.js'
 import { silentLog, type Log } from '../log.js'
 import { KafkaEdgeError, NetworkException } from '../errors.js'
-import { Metadata, type Message } from '../protocol/index.js'
+import { Metadata, type ResponseBody } from '../protocol/index.js'
 import type { BrokerAddress, TlsSettings, Transport } from '../transport/transport.js'
 import { Connection } from './connection.js'
 
@@ -140,16 +140,16 @@ export class Cluster {
     throw lastError instanceof Error ? lastError : new NetworkException(String(lastError))
   }
 
-  private apply(res: Message): void {
-    const brokers = res.brokers as Array<{ nodeId: number; host: string; port: number }>
-    for (const b of brokers) {
+  private apply(res: ResponseBody<typeof Metadata>): void {
+    for (const b of res.brokers) {
       const old = this.brokers.get(b.nodeId)
       if (old && (old.host !== b.host || old.port !== b.port)) this.connections.get(b.nodeId)?.close()
       this.brokers.set(b.nodeId, { host: b.host, port: b.port, nodeId: b.nodeId })
     }
-    this.clusterId = (res.clusterId as string | null) ?? this.clusterId
-    type PartitionMetadata = { partitionIndex: number; leaderId: number; leaderEpoch: number; errorCode: number }
-    for (const t of res.topics as Array<{ name: string; errorCode: number; partitions: PartitionMetadata[] }>) {
+    this.clusterId = res.clusterId ?? this.clusterId
+    for (const t of res.topics) {
+      // Only a lookup by topic id answers without a name, and this client looks up by name.
+      if (t.name === null) continue
       const existing = this.topics.get(t.name)
       if (t.errorCode !== 0 || t.partitions.length === 0) {
         if (existing) existing.errorCode = t.errorCode || existing.errorCode

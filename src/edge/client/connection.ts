@@ -1,9 +1,12 @@
 import type { SaslMechanism } from '../auth/mechanism.js'
+import type { SaslCall } from '../auth/sasl.js'
 import { extensions } from '../extensions.js'
 import type { Clock } from '../clock.js'
 import { silentLog, type Log } from '../log.js'
 import { ClosedError, KafkaEdgeError, NetworkException, ProtocolError, TimeoutException } from '../errors.js'
-import { ApiVersions, apiError, decodeResponse, encodeRequest, responseCorrelationId, type ApiSchema, type Message } from '../protocol/index.js'
+import {
+  ApiVersions, apiError, decodeResponse, encodeRequest, responseCorrelationId, type ApiSchema, type Message, type RequestBody, type ResponseBody,
+} from '../protocol/index.js'
 import type { BrokerAddress, Link, TlsSettings, Transport } from '../transport/transport.js'
 
 export interface ConnectionOptions {
@@ -20,11 +23,11 @@ export interface ConnectionOptions {
   log?: Log
 }
 
-export interface PendingRequest {
+export interface PendingRequest<Res = Message> {
   /** Resolves once the frame was handed to the transport: the point where order on the wire is fixed. */
   readonly written: Promise<void>
   /** The decoded response body, or a typed error (NetworkException, TimeoutException, ProtocolError). */
-  readonly response: Promise<Message>
+  readonly response: Promise<Res>
 }
 
 interface InFlight {
@@ -93,7 +96,7 @@ export class Connection {
 
   /** Runs on a quiet connection: before the first request, or behind the re-authentication gate. */
   private async authenticate(mechanism: SaslMechanism): Promise<number> {
-    const call = (api: ApiSchema, body: Message) => {
+    const call: SaslCall = (api, body) => {
       const version = this.versionFor(api)
       if (version === null) throw new KafkaEdgeError(`broker ${this.describe()} does not support ${api.name}; it cannot authenticate with SASL`)
       return this.rawRequest(api, version, body, true, this.opts.requestTimeoutMs, true).response
@@ -139,8 +142,8 @@ export class Connection {
         clientSoftwareName: this.opts.clientSoftwareName ?? 'kafka-edge',
         clientSoftwareVersion: this.opts.clientSoftwareVersion ?? '0.1.0',
       }).response
-      const code = res.errorCode as number
-      const keys = res.apiKeys as Array<{ apiKey: number; minVersion: number; maxVersion: number }>
+      const code = res.errorCode
+      const keys = res.apiKeys
       if (code === 35) {
         // The broker answered in v0 shape with its own ApiVersions range: retry at its highest.
         const mine = keys.find((k) => k.apiKey === ApiVersions.key)
@@ -151,8 +154,7 @@ export class Connection {
       }
       if (code !== 0) throw apiError(code, 'ApiVersions')
       this.versions = new Map(keys.map((k) => [k.apiKey, { min: k.minVersion, max: k.maxVersion }]))
-      const features = (res.finalizedFeatures ?? []) as Array<{ name: string; maxVersionLevel: number }>
-      this.finalizedFeatures = new Map(features.map((f) => [f.name, f.maxVersionLevel]))
+      this.finalizedFeatures = new Map(res.finalizedFeatures.map((f) => [f.name, f.maxVersionLevel]))
       return
     }
   }
@@ -169,7 +171,8 @@ export class Connection {
    * Sends a request after negotiation. `expectResponse: false` (acks=0) resolves `response` with an
    * empty message once written.
    */
-  request(api: ApiSchema, body: Message, opts: { version?: number; cap?: number; expectResponse?: boolean; timeoutMs?: number } = {}): PendingRequest {
+  request<A extends ApiSchema>(api: A, body: RequestBody<A>, opts: { version?: number; cap?: number; expectResponse?: boolean; timeoutMs?: number } = {}):
+  PendingRequest<ResponseBody<A>> {
     const ready = this.connect()
     let resolveWritten!: () => void
     let rejectWritten!: (e: Error) => void
@@ -189,7 +192,8 @@ export class Connection {
   }
 
   /** `direct` writes at once, past the write chain: only for authentication on a connection nobody else writes to. */
-  private rawRequest(api: ApiSchema, version: number, body: Message, expectResponse = true, timeoutMs = this.opts.requestTimeoutMs, direct = false): PendingRequest {
+  private rawRequest<A extends ApiSchema>(api: A, version: number, body: RequestBody<A>, expectResponse = true, timeoutMs = this.opts.requestTimeoutMs, direct = false):
+  PendingRequest<ResponseBody<A>> {
     if (this.closedError) {
       const e = this.closedError
       return { written: Promise.reject(e), response: Promise.reject(e) }
@@ -217,7 +221,9 @@ export class Connection {
     if (!direct) this.writeChain = written.catch(() => {})
     written.catch((e) => this.fail(e instanceof Error ? e : new NetworkException(String(e))))
     if (!expectResponse) response = written.then(() => ({}))
-    return { written, response: response! }
+    // The one cast between the codec and the typed messages: decodeResponse reads by the same field
+    // list that ResponseBody<A> is derived from (an acks=0 Produce resolves an empty body).
+    return { written, response: response! as Promise<ResponseBody<A>> }
   }
 
   private onFrame(frame: Uint8Array): void {

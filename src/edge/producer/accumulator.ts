@@ -1,9 +1,9 @@
 import type { Clock } from '../clock.js'
 import { BufferExhaustedException } from '../errors.js'
-import { readBatchRecords, type Core, type CompressionType, type RecordInput } from '../wasm/core.js'
+import { RECORD_BATCH_HEADER_SIZE, readBatchRecords, type Core, type CompressionType, type RecordInput } from '../wasm/core.js'
 import type { Cluster } from '../client/cluster.js'
-import { ProducerBatch, type Reject, type Resolve, type TopicPartition } from './producer-batch.js'
-import type { TransactionManager } from './transaction-manager.js'
+import { ProducerBatch, sequenceOrder, type Reject, type Resolve, type TopicPartition } from './producer-batch.js'
+import type { IdempotenceManager } from './idempotence.js'
 
 /** RecordAccumulator.tryAppend result bits (0: no buffer space, wait and call again). */
 export const APPENDED = 1
@@ -98,7 +98,7 @@ export interface ReadyResult {
  * the same broker), up to max.request.size per request.
  */
 export class RecordAccumulator {
-  readonly deques = new Map<string, ProducerBatch[]>()
+  private readonly deques = new Map<string, ProducerBatch[]>()
   readonly incomplete = new Set<ProducerBatch>()
   private readonly drainIndex = new Map<number, number>()
   flushesInProgress = 0
@@ -108,7 +108,7 @@ export class RecordAccumulator {
   /** Per topic, the learned compressed/uncompressed ratio (Java's CompressionRatioEstimator). */
   private readonly ratios = new Map<string, number>()
 
-  constructor(private readonly opts: AccumulatorOptions, readonly pool: BufferPool, readonly core: Core, private readonly txn: TransactionManager | null) {}
+  constructor(private readonly opts: AccumulatorOptions, readonly pool: BufferPool, readonly core: Core, private readonly idempotence: IdempotenceManager | null) {}
 
   deque(tp: TopicPartition): ProducerBatch[] {
     // Sticky partitioning sends run after run to one partition: a one-entry cache skips the Map
@@ -160,30 +160,25 @@ export class RecordAccumulator {
     return this.opts.compression === 'none' ? 1 : this.ratios.get(topic) ?? 1
   }
 
-  /** estimate() with the ratio already looked up. */
-  private scale(ratio: number, uncompressed: number): number {
-    if (this.opts.compression === 'none') return uncompressed
-    return 61 + Math.ceil((uncompressed - 61) * ratio * 1.05)
-  }
-
   /**
    * The size a batch will have on the wire. With a codec, batches are closed against batch.size using
    * the ratio learned from recent batches of the topic (+5% margin, as Java), so compressed batches fill.
+   * The record area compresses; the header does not.
    */
-  private estimate(topic: string, uncompressed: number): number {
+  private scale(ratio: number, uncompressed: number): number {
     if (this.opts.compression === 'none') return uncompressed
-    const ratio = this.ratios.get(topic) ?? 1
-    return 61 + Math.ceil((uncompressed - 61) * ratio * 1.05)
+    return RECORD_BATCH_HEADER_SIZE + Math.ceil((uncompressed - RECORD_BATCH_HEADER_SIZE) * ratio * 1.05)
   }
 
   estimatedBytes(batch: ProducerBatch): number {
-    return batch.bytes ? batch.bytes.length : this.estimate(batch.tp.topic, batch.open!.uncompressedBytes)
+    return batch.bytes ? batch.bytes.length : this.scale(this.ratio(batch.tp.topic), batch.open!.uncompressedBytes)
   }
 
   /** Learns from a closed batch: improve slowly, deteriorate fast (Java's steps 0.005 and 0.05). */
   private observeRatio(batch: ProducerBatch): void {
-    if (this.opts.compression === 'none' || !batch.bytes || batch.uncompressedBytes <= 61) return
-    const observed = (batch.bytes.length - 61) / (batch.uncompressedBytes - 61)
+    const H = RECORD_BATCH_HEADER_SIZE
+    if (this.opts.compression === 'none' || !batch.bytes || batch.uncompressedBytes <= H) return
+    const observed = (batch.bytes.length - H) / (batch.uncompressedBytes - H)
     const current = this.ratios.get(batch.tp.topic) ?? 1
     const next = observed < current ? Math.max(current - 0.005, observed) : Math.max(current + 0.05, observed)
     this.ratios.set(batch.tp.topic, Math.min(next, 1))
@@ -196,7 +191,7 @@ export class RecordAccumulator {
     // Drawn once per attempt from the injected random, so every check of this backoff agrees.
     batch.retryJitter = 0.8 + 0.4 * this.opts.random()
     const d = this.deque(batch.tp)
-    if (!batch.hasSequence || !this.txn) { d.unshift(batch); return }
+    if (!batch.hasSequence || !this.idempotence) { d.unshift(batch); return }
     // Java's insertInSequenceOrder: among the batches at the head that already have sequences.
     let i = 0
     while (i < d.length && d[i]!.hasSequence && sequenceOrder(d[i]!, batch) < 0) i++
@@ -262,16 +257,16 @@ export class RecordAccumulator {
       let size = 0
       for (let k = 0; k < deques.length; k++) {
         const d = deques[(start + k) % deques.length]!
-        if (this.txn) orderRetries(d)
+        if (this.idempotence) orderRetries(d)
         const first = d[0]!
         if (first.inRetry && !leaderChanged(first, cluster) && now - first.lastAttemptMs < this.backoffMs(first)) continue
         if (size + this.estimatedBytes(first) > this.opts.maxRequestSize && ready.length > 0) break
-        if (this.txn && !this.txn.canDrain(first, now)) continue
+        if (this.idempotence && !this.idempotence.canDrain(first, now)) continue
         d.shift()
-        if (this.txn && !first.hasSequence) {
-          const stamp = this.txn.stampAtDrain(first)!
+        if (this.idempotence && !first.hasSequence) {
+          const stamp = this.idempotence.stampAtDrain(first)!
           first.close(stamp)
-          this.txn.addInflight(first)
+          this.idempotence.addInflight(first)
           this.observeRatio(first)
         } else if (!first.bytes) {
           first.close({ producerId: -1n, producerEpoch: -1, baseSequence: -1, transactional: false })
@@ -324,7 +319,7 @@ export class RecordAccumulator {
     const limit = Math.min(this.opts.batchSize, Math.max(1, Math.floor(batch.sizeInBytes / 2)))
     for (let i = 0; i < records.length; i++) {
       const record = records[i]!
-      if (!current || this.estimate(batch.tp.topic, current.open!.estimatedSizeWith(record)) > limit) {
+      if (!current || this.scale(this.ratio(batch.tp.topic), current.open!.estimatedSizeWith(record)) > limit) {
         const open = this.core.openBatch({ compression: this.opts.compression, level: this.opts.compressionLevel })
         current = new ProducerBatch(batch.tp, open, batch.createdMs, 0)
         pieces.push(current)
@@ -353,9 +348,23 @@ export class RecordAccumulator {
   }
 
   /** Fails everything still queued (close with timeout, fatal error). */
-  abortUndrained(error: Error): void {
+  /** Fails every queued batch (a fatal error, close()), each with the error `errorFor` gives it. */
+  failQueued(errorFor: (batch: ProducerBatch) => Error): void {
     for (const d of this.deques.values()) {
-      for (const b of d.splice(0)) { b.fail(error); this.deallocate(b) }
+      for (const b of d.splice(0)) { b.fail(errorFor(b)); this.deallocate(b) }
+    }
+  }
+
+  /** A transaction aborts: its records that never left (no sequence yet) fail, never to be sent (Java's abortUndrainedBatches). */
+  abortUnsent(error: Error): void {
+    for (const d of this.deques.values()) {
+      for (let i = d.length - 1; i >= 0; i--) {
+        const b = d[i]!
+        if (b.hasSequence) continue
+        d.splice(i, 1)
+        b.abort(error)
+        this.deallocate(b)
+      }
     }
   }
 }
@@ -364,13 +373,6 @@ export class RecordAccumulator {
 function leaderChanged(batch: ProducerBatch, cluster: Cluster): boolean {
   const epoch = cluster.topics.get(batch.tp.topic)?.partitions[batch.tp.partition]?.leaderEpoch ?? -1
   return batch.leaderEpochAtSend >= 0 && epoch > batch.leaderEpochAtSend
-}
-
-/** Retries go out by (producer id, epoch, sequence): after a bump, old-epoch batches before rewritten ones. */
-function sequenceOrder(a: ProducerBatch, b: ProducerBatch): number {
-  if (a.producerId !== b.producerId) return a.producerId < b.producerId ? -1 : 1
-  if (a.producerEpoch !== b.producerEpoch) return a.producerEpoch - b.producerEpoch
-  return a.baseSequence - b.baseSequence
 }
 
 /** An epoch bump restamps batches where they sit, which can leave the retries at a deque's head out of order. */

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js'
 import { CheckpointException, markDelivery } from '../errors.js'
 import type { Log } from '../log.js'
 import type { ProducerBatch } from './producer-batch.js'
-import { NUM_BATCHES_TO_RETAIN } from './transaction-manager.js'
+import { NUM_BATCHES_TO_RETAIN } from './idempotence.js'
 
 /**
  * A batch the producer sent (or is about to send) and has no acknowledgement for. `bytes` is the

@@ -40,9 +40,53 @@ export interface ProducerConfig {
   checkpoint: CheckpointStore | null
   security: SecurityConfig
   log: Log
+  observer: ProducerObserver
   clock: Clock
   random: () => number
   wasm: unknown
+}
+
+/**
+ * What a test, a tracer or a debugging session may watch without reaching into the producer. Hooks
+ * run synchronously on the producer's task, before the request is written: keep them short, and do
+ * not throw (an exception there is the caller's bug and fails the send path it interrupted).
+ */
+export interface ProducerObserver {
+  /** A Produce request is about to be written to `node`. */
+  onProduceRequest?(request: ProduceRequestEvent): void
+  /** A transaction or group coordinator request (FindCoordinator, InitProducerId, AddPartitionsToTxn, EndTxn, ...). */
+  onCoordinatorRequest?(request: CoordinatorRequestEvent): void
+  /** The producer id or epoch changed: InitProducerId, a local epoch bump, or an EndTxn v5 bump. */
+  onProducerId?(producerIdAndEpoch: { producerId: bigint; epoch: number }): void
+}
+
+export interface ProduceRequestEvent {
+  node: number
+  /** The highest Produce version the request may use (11 for a transaction v1 producer, else 12). */
+  maxVersion: number
+  batches: ReadonlyArray<{
+    topic: string
+    partition: number
+    producerId: bigint
+    producerEpoch: number
+    baseSequence: number
+    recordCount: number
+    /** The batch's size on the wire (after compression). */
+    sizeInBytes: number
+    /** The RecordBatch bytes as sent: a view of the producer's buffer, valid during the call (copy it to keep it). */
+    bytes: Uint8Array
+    /** 1 on the first send, 2 on the first retry, ... */
+    attempt: number
+    /** Transactional producer: the partition was already part of the transaction when the batch left. */
+    inTransaction: boolean
+  }>
+}
+
+export interface CoordinatorRequestEvent {
+  api: string
+  version: number | undefined
+  node: number
+  body: Readonly<Record<string, unknown>>
 }
 
 export type SecurityProtocol = 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL'
@@ -148,6 +192,8 @@ export interface JavaProducerSettings {
   debug?: string
   /** Where logs go (default console when `debug` is set); also receives warnings. */
   logger?: Logger
+  /** Hooks that see requests and producer id changes as they happen (tests, tracing); see ProducerObserver. */
+  observer?: ProducerObserver
   /** Injected time (tests, simulation). */
   clock?: Clock
   /** Injected randomness (tests, simulation). */
@@ -274,6 +320,10 @@ const SPECS: Spec[] = [
     throw new ConfigException(`${k} must have debug(message, fields) and warn(message, fields) methods`)
   } },
   { key: 'transport', default: undefined, parse: any },
+  { key: 'observer', default: {}, parse: (v, k) => {
+    if (v !== null && typeof v === 'object') return v
+    throw new ConfigException(`${k} must be an object of hooks (onProduceRequest, onCoordinatorRequest, onProducerId)`)
+  } },
   { key: 'checkpoint', default: null, parse: (v, k) => {
     const c = v as CheckpointStore | null
     if (c === null || (typeof c === 'object' && typeof c.load === 'function' && typeof c.save === 'function')) return c
@@ -400,6 +450,7 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
     checkpoint,
     security,
     log: makeLog(get<Logger | null>('logger'), get<LogContext[] | string>('debug')),
+    observer: get('observer'),
     clock: get('clock'),
     random: get('random'),
     wasm: get('wasm'),

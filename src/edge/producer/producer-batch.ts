@@ -26,6 +26,13 @@ export const incrementSequence = (seq: number, by: number): number => (seq > INT
  * drained; then closed with its producer id, epoch and base sequence stamped, and its bytes never
  * change again except through an epoch-bump rewrite, so a retry is byte-identical to the first send.
  */
+/** Batches go out by (producer id, epoch, sequence): after a bump, old-epoch batches before rewritten ones. */
+export function sequenceOrder(a: ProducerBatch, b: ProducerBatch): number {
+  if (a.producerId !== b.producerId) return a.producerId < b.producerId ? -1 : 1
+  if (a.producerEpoch !== b.producerEpoch) return a.producerEpoch - b.producerEpoch
+  return a.baseSequence - b.baseSequence
+}
+
 export class ProducerBatch {
   open: OpenBatch | null
   bytes: Uint8Array | null = null
@@ -52,7 +59,8 @@ export class ProducerBatch {
   sequenceHasBeenReset = false
   /** The leader epoch this batch was last sent under; a change means the retry can skip its backoff. */
   leaderEpochAtSend = -1
-  done = false
+  /** How the batch ended (Java's FinalState, plus SPLIT for a batch replaced by its pieces); null while live. */
+  finalState: 'SUCCEEDED' | 'FAILED' | 'ABORTED' | 'SPLIT' | null = null
   private doneWaiters: Array<() => void> | null = null
   /** Size before compression, known once closed (for compression-rate-avg and the ratio estimate). */
   uncompressedBytes = 0
@@ -89,6 +97,7 @@ export class ProducerBatch {
     return b
   }
 
+  get done(): boolean { return this.finalState !== null }
   get recordCount(): number { return this.count }
   get hasSequence(): boolean { return this.baseSequence !== NO_SEQUENCE }
   get inRetry(): boolean { return this.attempts > 0 }
@@ -127,7 +136,7 @@ export class ProducerBatch {
 
   complete(baseOffset: bigint, logAppendTimeMs: bigint): void {
     if (this.done) return
-    this.done = true
+    this.finalState = 'SUCCEEDED'
     this.discardOpen()
     const appendTime = logAppendTimeMs >= 0n ? Number(logAppendTimeMs) : -1
     const topic = this.tp.topic
@@ -148,8 +157,17 @@ export class ProducerBatch {
 
   /** Fails every record; `perRecord` maps batch indexes to their own error (INVALID_RECORD). */
   fail(error: Error, perRecord?: Map<number, Error>): void {
+    this.end('FAILED', error, perRecord)
+  }
+
+  /** The transaction aborted before the batch was sent (Java's abort): the records fail, never written. */
+  abort(error: Error): void {
+    this.end('ABORTED', error)
+  }
+
+  private end(state: 'FAILED' | 'ABORTED', error: Error, perRecord?: Map<number, Error>): void {
     if (this.done) return
-    this.done = true
+    this.finalState = state
     this.discardOpen()
     const n = this.resumed ? 0 : this.count
     for (let i = 0; i < n; i++) this.rejects[i]!(perRecord?.get(i) ?? error)
@@ -158,7 +176,7 @@ export class ProducerBatch {
 
   /** Replaced by split pieces: the records' promises now belong to the pieces. */
   markSplit(): void {
-    this.done = true
+    this.finalState = 'SPLIT'
     this.discardOpen()
     this.releaseCallbacks()
   }

@@ -2,7 +2,7 @@ import { Cluster } from '../client/cluster.js'
 import {
   BufferExhaustedException, CheckpointException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery,
 } from '../errors.js'
-import { loadCore, readBatchRecords, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
+import { RECORD_BATCH_HEADER_SIZE, loadCore, readBatchRecords, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
 import { DescribeProducers, errorInfo } from '../protocol/index.js'
 import { Checkpointer, POSSIBLE_DUPLICATE_HEADER, batchIdentity, type PendingBatch, type ProducerCheckpoint } from './checkpoint.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
@@ -11,9 +11,10 @@ import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
 import { ProducerBatch, topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
-import { NUM_BATCHES_TO_RETAIN, TransactionManager, type ProducerIdState } from './transaction-manager.js'
+import { NUM_BATCHES_TO_RETAIN, IdempotenceManager, type ProducerIdState } from './idempotence.js'
 import { extensions } from '../extensions.js'
-import type { TransactionCoordinatorClient, GroupMetadata, OffsetsToCommit, TxnState } from './transactions.js'
+import type { TransactionCoordinatorClient } from './transactions/coordinator-client.js'
+import type { GroupMetadata, OffsetsToCommit, TxnState } from './transactions/state.js'
 
 export type { RecordMetadata } from './producer-batch.js'
 
@@ -91,7 +92,7 @@ export class Producer {
   /** @internal */
   sender!: Sender
   /** @internal */
-  readonly txn: TransactionManager | null
+  readonly idempotence: IdempotenceManager | null
   /** @internal The transactional state machine and coordinator client (transactional.id set), else null. */
   readonly transactions: TransactionCoordinatorClient | null
   private partitioner: StickyPartitioner
@@ -124,16 +125,17 @@ export class Producer {
       bootstrap: c.bootstrapServers, transport: c.transport, clock: c.clock, clientId: c.clientId, requestTimeoutMs: c.requestTimeoutMs,
       metadataMaxAgeMs: c.metadataMaxAgeMs, tls: c.security.tls, sasl: c.security.sasl, random: c.random, log: c.log,
     })
-    this.txn = c.idempotence ? new TransactionManager(c.transactionalId, (b, s) => {
+    this.idempotence = c.idempotence ? new IdempotenceManager(c.transactionalId, (b, s) => {
       restamp(this.core!, b.bytes!, s)
       b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence; b.transactional = s.transactional
-    }) : null
+    // The accumulator drains a partition only once it is part of the transaction.
+    }, c.transactionalId === null ? null : (tp) => this.transactions!.isSendToPartitionAllowed(tp), c.observer.onProducerId?.bind(c.observer)) : null
     if (c.transactionalId !== null && !extensions.transactions) {
       throw new ConfigException('transactional.id: transactions are not in this build (kafka-edge/browser is idempotent only); import the producer from kafka-edge')
     }
-    this.transactions = c.transactionalId !== null && this.txn ? extensions.transactions!({
+    this.transactions = c.transactionalId !== null && this.idempotence ? extensions.transactions!({
       transactionalId: c.transactionalId, transactionTimeoutMs: c.transactionTimeoutMs, retryBackoffMs: c.retryBackoffMs,
-      maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.txn,
+      maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.idempotence, observer: c.observer,
       host: {
         hasIncomplete: () => this.waiting.length > 0 || (this.core !== null && (this.accumulator.incomplete.size > 0 || this.sender.inFlightRequests > 0)),
         flush: () => this.flush().then(() => this.sender?.whenNoRequestsInFlight()),
@@ -147,8 +149,8 @@ export class Producer {
   }
 
   get state(): ProducerState {
-    const pe = this.txn?.producerIdAndEpoch
-    const transactionState = this.transactions?.state ?? this.txn?.state ?? null
+    const pe = this.idempotence?.producerIdAndEpoch
+    const transactionState = this.transactions?.state ?? this.idempotence?.state ?? null
     return {
       producerId: pe && pe.producerId >= 0n ? pe.producerId : null,
       producerEpoch: pe && pe.producerId >= 0n ? pe.epoch : null,
@@ -180,16 +182,13 @@ export class Producer {
         maxBlockMs: c.maxBlockMs, deliveryTimeoutMs: c.deliveryTimeoutMs, retryBackoffMs: c.retryBackoffMs,
         retryBackoffMaxMs: c.retryBackoffMaxMs, compression: c.compressionType, compressionLevel: c.compressionLevel,
         clock: c.clock, random: c.random,
-      }, this.pool, core, this.txn)
-      this.sender = new Sender(c, this.cluster, this.accumulator, this.txn, this.metricsRegistry)
-      if (this.transactions) this.sender.txnHooks = this.transactions
-      if (c.checkpoint && this.txn) {
-        const txn = this.txn
-        this.checkpointer = new Checkpointer(c.checkpoint, () => txn.checkpointHead(), c.clock, c.log)
-        this.sender.checkpoint = this.checkpointer
-        this.sender.holdProducerId = true
-        this.sender.onResumedRefused = (b, e) => this.relabelResumed(b, e)
+      }, this.pool, core, this.idempotence)
+      if (c.checkpoint && this.idempotence) {
+        const idem = this.idempotence
+        this.checkpointer = new Checkpointer(c.checkpoint, () => idem.checkpointHead(), c.clock, c.log)
       }
+      this.sender = new Sender(c, this.cluster, this.accumulator, this.idempotence, this.metricsRegistry, this.transactions,
+        this.checkpointer && { checkpoint: this.checkpointer, onResumedRefused: (b, e) => this.relabelResumed(b, e) })
       if (!this.checkpointer) this.core = core
     }
     await this.withDeadline(this.cluster.refresh(this.sender.topicsInUse), c.maxBlockMs, 'fetching cluster metadata from bootstrap.servers')
@@ -235,7 +234,7 @@ export class Producer {
           const stamp = { producerId: id.producerId, producerEpoch: id.epoch, baseSequence: id.baseSequence, transactional: false }
           return ProducerBatch.resumed(this.topicPartition(p.topic, p.partition), p.bytes, stamp, id.recordCount, now)
         })
-        this.txn!.resume(pe, cp.nextSequence.map((n) => ({ tp: this.topicPartition(n.topic, n.partition), next: n.next })), batches)
+        this.idempotence!.resume(pe, cp.nextSequence.map((n) => ({ tp: this.topicPartition(n.topic, n.partition), next: n.next })), batches)
         for (const b of [...batches].reverse()) {
           cpr.adopt(b)
           this.accumulator.deque(b.tp).unshift(b)
@@ -254,7 +253,7 @@ export class Producer {
         if (before > 0) this.waiting.unshift(...this.waiting.splice(before))
       }
     }
-    this.sender.holdProducerId = false
+    this.sender.releaseProducerId()
     this.core = core
   }
 
@@ -289,7 +288,7 @@ export class Producer {
       } catch (e) {
         return `DescribeProducers failed (${(e as Error).message}), so the broker's producer state is unknown`
       }
-      for (const t of res.topics as DescribedTopic[]) {
+      for (const t of res.topics) {
         for (const part of t.partitions) {
           const key = `${t.name}:${part.partitionIndex}`
           if (part.errorCode !== 0) return `DescribeProducers answered ${errorInfo(part.errorCode).name} for ${key}`
@@ -365,7 +364,7 @@ export class Producer {
     const resolve = capturedResolve
     const reject = capturedReject
     if (this.closed) reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
-    else if (this.txn?.state === 'FATAL_ERROR') reject(markDelivery(this.txn.fatalError!, false))
+    else if (this.idempotence?.state === 'FATAL_ERROR') reject(markDelivery(this.idempotence.fatalError!, false))
     else this.enqueue(record, resolve, reject)
     return promise
   }
@@ -463,7 +462,7 @@ export class Producer {
       p.reject(markDelivery(new KafkaEdgeError(`partition ${p.partition} of ${topic} does not exist: the topic has ${count} partitions`), false))
       return true
     }
-    const size = recordSizeFromBase(p.baseSize, 0, 0) + 61
+    const size = recordSizeFromBase(p.baseSize, 0, 0) + RECORD_BATCH_HEADER_SIZE
     if (size > c.maxRequestSize || size > c.bufferMemory) {
       const limit = size > c.maxRequestSize ? `max.request.size (${c.maxRequestSize})` : `buffer.memory (${c.bufferMemory})`
       this.failBeforeBatch(p, new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${limit}; send smaller records or raise the limit`))
@@ -527,7 +526,7 @@ export class Producer {
             }
           } else {
             // Buffer full: wait for space, then hand the reservation back and retry the append.
-            const bytes = Math.max(c.batchSize, recordSizeFromBase(p.baseSize, 0, 0) + 61)
+            const bytes = Math.max(c.batchSize, recordSizeFromBase(p.baseSize, 0, 0) + RECORD_BATCH_HEADER_SIZE)
             this.sender.wakeup()
             await this.pool.reserve(bytes, Math.max(0, left))
             this.pool.release(bytes)
@@ -630,7 +629,7 @@ export class Producer {
       const err = markDelivery(new ClosedError('the producer was closed before the record was acknowledged'), true)
       // What close() gives up on stays in the checkpoint: the next producer resends it as it was.
       if (this.checkpointer) this.checkpointer.frozen = true
-      this.accumulator.abortUndrained(err)
+      this.accumulator.failQueued(() => err)
       for (const b of this.sender.inFlightBatches) this.sender.failBatch(b, err, null, false)
       this.pool.failWaiters(err)
       this.sender.close()
@@ -682,15 +681,7 @@ export class Producer {
   /** Fails the transaction's records that were never sent (Java: abortUndrainedBatches). */
   private abortUndrainedBatches(error: Error): void {
     if (!this.core) return
-    for (const d of this.accumulator.deques.values()) {
-      for (let i = d.length - 1; i >= 0; i--) {
-        const b = d[i]!
-        if (b.hasSequence) continue
-        d.splice(i, 1)
-        b.fail(markDelivery(error, false))
-        this.accumulator.deallocate(b)
-      }
-    }
+    this.accumulator.abortUnsent(markDelivery(error, false))
   }
 
   /** Partition count of a topic, fetching metadata if needed. */
@@ -702,10 +693,6 @@ export class Producer {
   }
 }
 
-interface DescribedTopic {
-  name: string
-  partitions: Array<{ partitionIndex: number; errorCode: number; activeProducers: Array<{ producerId: bigint; producerEpoch: number; lastSequence: number }> }>
-}
 
 /** Resend order: per partition, by sequence (one producer id and epoch per partition in a resumable checkpoint). */
 function pendingOrder(a: PendingBatch, b: PendingBatch): number {

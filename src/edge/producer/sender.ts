@@ -2,23 +2,15 @@ import type { Cluster } from '../client/cluster.js'
 import type { Connection } from '../client/connection.js'
 import { InvalidRecordException, TimeoutException, markDelivery } from '../errors.js'
 import { invalidatesMetadata, isAmbiguous, isFatal, refusesProducerState } from './error-policy.js'
-import { InitProducerId, Produce, apiError, errorCode, errorInfo, type Message } from '../protocol/index.js'
+import { InitProducerId, Produce, apiError, errorCode, errorInfo, type ResponseBody } from '../protocol/index.js'
 import type { RecordAccumulator } from './accumulator.js'
 import type { Checkpointer } from './checkpoint.js'
 import type { ProducerConfig } from './config.js'
 import type { ProducerMetrics } from './metrics.js'
-import type { ProducerBatch } from './producer-batch.js'
-import type { TransactionManager } from './transaction-manager.js'
+import type { ProducerBatch, TopicPartition } from './producer-batch.js'
+import type { IdempotenceManager } from './idempotence.js'
 
-interface PartitionResponse {
-  errorCode: number
-  baseOffset: bigint
-  logAppendTimeMs: bigint
-  logStartOffset: bigint
-  recordErrors: Array<{ batchIndex: number; batchIndexErrorMessage: string | null }>
-  errorMessage: string | null
-  currentLeader: { leaderId: number; leaderEpoch: number } | null
-}
+type PartitionResponse = ResponseBody<typeof Produce>['responses'][number]['partitionResponses'][number]
 
 const INT_MAX = 2147483647
 /** Brokers refuse zstd batches in Produce requests below v7 (Kafka 2.1), and a 2.0 broker cannot read them. */
@@ -49,24 +41,37 @@ export class Sender {
   private initBackoffUntil = 0
   closed = false
   readonly topicsInUse = new Set<string>()
-  /** Observers for tests: every Produce request as sent. */
-  onProduceRequest: ((node: number, batches: readonly ProducerBatch[]) => void) | null = null
-  /** Set by the transactional producer (transactions.ts): Produce version ceiling and batch failures. */
-  txnHooks: { produceVersionCap(): number; batchFailed(error: Error): void } | null = null
-  /** Set with the `checkpoint` setting: batches are sent only once durable in it. */
-  checkpoint: Checkpointer | null = null
-  /** While a checkpoint is being loaded: its producer id may be taken over, so no InitProducerId yet. */
-  holdProducerId = false
-  /** A resumed batch the broker refused for its producer state: its records go out again as possible duplicates. */
-  onResumedRefused: ((batch: ProducerBatch, error: Error) => void) | null = null
-
+  /** While a checkpoint is being taken over its producer id may be resumed: no InitProducerId until released. */
+  private holdProducerId: boolean
+  private readonly checkpoint: Checkpointer | null
+  /**
+   * @param txnHooks the transactional producer's coordinator client: Produce version ceiling and batch
+   *   failures; null without a transactional.id.
+   * @param resume with the `checkpoint` setting: batches are sent only once durable in it, and a resumed
+   *   batch the broker refuses for its producer state goes to `onResumedRefused` (sent again as possible duplicates).
+   */
   constructor(
     private readonly config: ProducerConfig,
     private readonly cluster: Cluster,
     private readonly accumulator: RecordAccumulator,
-    private readonly txn: TransactionManager | null,
+    private readonly idempotence: IdempotenceManager | null,
     private readonly metrics: ProducerMetrics,
-  ) {}
+    private readonly txnHooks: {
+      produceVersionCap(): number
+      batchFailed(error: Error): void
+      isPartitionInTransaction(tp: TopicPartition): boolean
+    } | null = null,
+    private readonly resume: { checkpoint: Checkpointer; onResumedRefused(batch: ProducerBatch, error: Error): void } | null = null,
+  ) {
+    this.checkpoint = resume?.checkpoint ?? null
+    this.holdProducerId = resume !== null
+  }
+
+  /** The checkpoint was taken over (or there was none to take): the producer may ask for an id now. */
+  releaseProducerId(): void {
+    this.holdProducerId = false
+    this.wakeup()
+  }
 
   get inFlightRequests(): number {
     let n = 0
@@ -101,21 +106,21 @@ export class Sender {
 
   private runOnce(): void {
     const now = this.config.clock.now()
-    const txn = this.txn
-    if (txn) {
-      if (txn.state === 'FATAL_ERROR') {
-        this.failAll(txn.fatalError!)
+    const idem = this.idempotence
+    if (idem) {
+      if (idem.state === 'FATAL_ERROR') {
+        this.failAll(idem.fatalError!)
         return
       }
-      const unresolved = txn.maybeResolveSequences()
+      const unresolved = idem.maybeResolveSequences()
       if (unresolved) this.txnHooks?.batchFailed(unresolved)
-      if (txn.bumpIdempotentEpochIfRequired()) {
+      if (idem.bumpIdempotentEpochIfRequired()) {
         this.metrics.epochBumps++
-        this.config.log.debug('epoch', 'epoch bumped', { producerId: txn.producerIdAndEpoch.producerId, epoch: txn.producerIdAndEpoch.epoch })
+        this.config.log.debug('epoch', 'epoch bumped', { producerId: idem.producerIdAndEpoch.producerId, epoch: idem.producerIdAndEpoch.epoch })
       }
-      if (!txn.hasProducerId) {
+      if (!idem.hasProducerId) {
         // A transactional producer gets its id from initTransactions(), never here.
-        if (!txn.isTransactional && !this.holdProducerId) this.ensureProducerId(now)
+        if (!idem.isTransactional && !this.holdProducerId) this.ensureProducerId(now)
         this.expire(now)
         this.scheduleNext(now, Infinity)
         return
@@ -171,33 +176,33 @@ export class Sender {
       this.failBatch(b, err, null, false)
       // The outcome of a batch that reached the wire is unknown: hold new batches for the partition
       // until what is in flight settles and tells whether the sequence landed.
-      if (this.txn && b.hasSequence && sent) this.txn.markSequenceUnresolved(b)
+      if (this.idempotence && b.hasSequence && sent) this.idempotence.markSequenceUnresolved(b)
     }
   }
 
   private ensureProducerId(now: number): void {
-    const txn = this.txn!
+    const idem = this.idempotence!
     if (this.initInFlight || now < this.initBackoffUntil) {
       if (!this.initInFlight) this.wakeup(this.initBackoffUntil - now)
       return
     }
     this.initInFlight = true
-    txn.state = 'INITIALIZING'
+    idem.initializing()
     const conn = this.cluster.anyConnection()
     conn.request(InitProducerId, { transactionalId: null, transactionTimeoutMs: INT_MAX, producerId: -1n, producerEpoch: -1 }).response.then((res) => {
-      const code = res.errorCode as number
+      const code = res.errorCode
       if (code === 0) {
-        txn.initialized({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number })
+        idem.initialized({ producerId: res.producerId, epoch: res.producerEpoch })
         this.config.log.debug('epoch', 'producer id assigned', { producerId: res.producerId, epoch: res.producerEpoch, broker: conn.describe() })
       } else if (isFatal(code, { transactional: false })) {
-        txn.transitionToFatal(apiError(code, 'InitProducerId'))
+        idem.transitionToFatal(apiError(code, 'InitProducerId'))
       } else {
-        txn.state = 'UNINITIALIZED'
+        idem.initFailed()
         this.initBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs
         if (code === 14 || code === 15 || code === 16) this.cluster.requestUpdate()
       }
     }, () => {
-      txn.state = 'UNINITIALIZED'
+      idem.initFailed()
       this.initBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs
     }).finally(() => { this.initInFlight = false; this.wakeup() })
   }
@@ -276,17 +281,17 @@ export class Sender {
     this.metrics.recordsPerRequest.record(records)
     this.metrics.totals.requests++
     this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 0) + 1)
-    this.onProduceRequest?.(node, batches)
+    if (this.config.observer.onProduceRequest) this.observeProduce(node, batches)
     const expectResponse = this.config.acks !== 0
     const pending = conn.request(Produce, {
-      transactionalId: this.txn?.transactionalId ?? null,
+      transactionalId: this.idempotence?.transactionalId ?? null,
       acks: this.config.acks,
       timeoutMs: this.config.requestTimeoutMs,
       topicData: [...byTopic].map(([name, partitionData]) => ({ name, partitionData })),
     }, { cap: this.produceVersionCap(), expectResponse })
     pending.response.then(
       (res) => {
-        const throttleMs = expectResponse ? (res.throttleTimeMs as number) : 0
+        const throttleMs = expectResponse ? res.throttleTimeMs : 0
         if (throttleMs > 0 && (conn.versionFor(Produce, this.produceVersionCap()) ?? 0) >= 6) {
           // Answers pipelined on one connection each carry a throttle; the latest end wins, never an earlier one.
           this.throttledUntil.set(node, Math.max(this.throttledUntil.get(node) ?? 0, this.config.clock.now() + throttleMs))
@@ -311,24 +316,35 @@ export class Sender {
     return new Promise((resolve) => this.idleWaiters.push(resolve))
   }
 
+  private observeProduce(node: number, batches: readonly ProducerBatch[]): void {
+    this.config.observer.onProduceRequest!({
+      node,
+      maxVersion: this.produceVersionCap(),
+      batches: batches.map((b) => ({
+        topic: b.tp.topic, partition: b.tp.partition, producerId: b.producerId, producerEpoch: b.producerEpoch, baseSequence: b.baseSequence,
+        recordCount: b.recordCount, sizeInBytes: b.sizeInBytes, bytes: b.bytes!, attempt: b.attempts + 1, inTransaction: this.txnHooks?.isPartitionInTransaction(b.tp) ?? false,
+      })),
+    })
+  }
+
   /** Transactions without TV2 stop at Produce v11; everything else at 12 (v13 needs topic ids). */
   produceVersionCap(): number { return this.txnHooks?.produceVersionCap() ?? 12 }
 
-  private handleResponse(res: Message, batches: ProducerBatch[], expectResponse: boolean, sentMs: number): void {
+  private handleResponse(res: ResponseBody<typeof Produce>, batches: ProducerBatch[], expectResponse: boolean, sentMs: number): void {
     const now = this.config.clock.now()
     if (!expectResponse) {
       for (const b of batches) {
         this.completeBatch(b, {
-          errorCode: 0, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null,
+          index: b.tp.partition, errorCode: 0, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null,
         }, now)
       }
       return
     }
     this.metrics.requestLatency.record(now - sentMs)
-    this.metrics.throttleTime.record(res.throttleTimeMs as number)
-    const endpoints = (res.nodeEndpoints ?? []) as Array<{ nodeId: number; host: string; port: number }>
+    this.metrics.throttleTime.record(res.throttleTimeMs)
+    const endpoints = res.nodeEndpoints
     const byKey = new Map<string, PartitionResponse>()
-    for (const t of res.responses as Array<{ name: string; partitionResponses: Array<PartitionResponse & { index: number }> }>) {
+    for (const t of res.responses) {
       for (const p of t.partitionResponses) byKey.set(`${t.name}:${p.index}`, p)
     }
     for (const b of batches) {
@@ -363,10 +379,10 @@ export class Sender {
     if (batch.done) return
     const code = pr.errorCode
     if (isAmbiguous(code) || (refusesProducerState(code) && batch.inRetry)) batch.maybeWritten = true
-    if (batch.resumed && RESUME_REFUSALS.has(code) && this.onResumedRefused) {
+    if (batch.resumed && RESUME_REFUSALS.has(code) && this.resume) {
       // The broker's state for the resumed identity is not what the checkpoint promised: a resend
       // under a new epoch could be a second copy, so its records go out again labelled instead.
-      this.onResumedRefused(batch, this.batchError(batch, pr))
+      this.resume.onResumedRefused(batch, this.batchError(batch, pr))
       return
     }
     if (code === 10 && !batch.resumed && this.accumulator.canSplit(batch)) {
@@ -390,7 +406,8 @@ export class Sender {
         this.succeed(batch, -1n, -1n)
         return
       }
-      if (this.txn && !this.txn.isTransactional && isFatal(code, { transactional: false })) this.txn.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
+      const idem = this.idempotence
+      if (idem && !idem.isTransactional && isFatal(code, { transactional: false })) idem.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
       this.failBatch(batch, this.batchError(batch, pr), info.name, true, perRecordErrors(batch, pr))
       return
     }
@@ -398,7 +415,7 @@ export class Sender {
   }
 
   private succeed(batch: ProducerBatch, baseOffset: bigint, logAppendTimeMs: bigint): void {
-    this.txn?.handleCompletedBatch(batch, baseOffset, this.config.clock.now())
+    this.idempotence?.handleCompletedBatch(batch, baseOffset, this.config.clock.now())
     this.checkpoint?.untrack(batch)
     batch.complete(baseOffset, logAppendTimeMs)
     this.metrics.recordSend.record(batch.recordCount)
@@ -409,8 +426,8 @@ export class Sender {
   private canRetry(batch: ProducerBatch, pr: PartitionResponse, now: number): boolean {
     if (batch.hasReachedDeliveryTimeout(this.config.deliveryTimeoutMs, now)) return false
     if (batch.attempts >= this.config.retries) return false
-    if (this.txn) {
-      const decided = this.txn.canRetrySequenceError(errorInfo(pr.errorCode).name, batch, pr.logStartOffset)
+    if (this.idempotence) {
+      const decided = this.idempotence.canRetrySequenceError(errorInfo(pr.errorCode).name, batch, pr.logStartOffset)
       if (decided !== null) return decided
     }
     return errorInfo(pr.errorCode).retriable
@@ -419,13 +436,13 @@ export class Sender {
   /** MESSAGE_TOO_LARGE on a multi-record batch: split, keep the sequences, no attempt counted. */
   private splitAndReenqueue(batch: ProducerBatch): void {
     const pieces = this.accumulator.split(batch)
-    if (this.txn && batch.hasSequence) {
-      this.txn.removeInflight(batch)
+    if (this.idempotence && batch.hasSequence) {
+      this.idempotence.removeInflight(batch)
       let seq = batch.baseSequence
       for (const p of pieces) {
         p.close({ ...batch.stamp(), baseSequence: seq })
         seq += p.recordCount
-        this.txn.addInflight(p)
+        this.idempotence.addInflight(p)
       }
     }
     for (const p of pieces) p.maybeWritten = batch.maybeWritten
@@ -446,8 +463,8 @@ export class Sender {
 
   failBatch(batch: ProducerBatch, error: Error, errorName: string | null, adjustSequences: boolean, perRecord?: Map<number, Error>): void {
     this.inFlightBatches.delete(batch)
-    if (this.txn?.isTransactional) this.txnHooks?.batchFailed(error)
-    if (this.txn) this.txn.handleFailedBatch(batch, errorName, adjustSequences)
+    if (this.idempotence?.isTransactional) this.txnHooks?.batchFailed(error)
+    if (this.idempotence) this.idempotence.handleFailedBatch(batch, errorName, adjustSequences)
     this.checkpoint?.untrack(batch)
     this.metrics.recordError.record(batch.recordCount)
     this.metrics.totals.recordErrors += batch.recordCount
@@ -462,13 +479,10 @@ export class Sender {
    */
   failAll(error: Error): void {
     const unsent = markDelivery(error, false)
-    for (const d of this.accumulator.deques.values()) {
-      for (const b of d.splice(0)) {
-        b.fail(b.maybeWritten ? markDelivery(copyOf(error), true) : unsent)
-        this.checkpoint?.untrack(b)
-        this.accumulator.deallocate(b)
-      }
-    }
+    this.accumulator.failQueued((b) => {
+      this.checkpoint?.untrack(b)
+      return b.maybeWritten ? markDelivery(copyOf(error), true) : unsent
+    })
   }
 
   close(): void {
@@ -484,7 +498,7 @@ function copyOf(e: Error): Error {
 }
 
 function errorResponse(errorCode: number): PartitionResponse {
-  return { errorCode, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null }
+  return { index: -1, errorCode, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null }
 }
 
 function perRecordErrors(batch: ProducerBatch, pr: PartitionResponse): Map<number, Error> | undefined {

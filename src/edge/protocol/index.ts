@@ -14,7 +14,7 @@ import { Reader, Writer } from './primitives.js'
 import { decodeMessage, encodeMessage, type ApiSchema, type Message } from './schema.js'
 
 export { Reader, Writer } from './primitives.js'
-export type { ApiSchema, Message } from './schema.js'
+export type { ApiSchema, Message, MessageOf, RequestOf, RequestBody, ResponseBody } from './schema.js'
 export { errorInfo, errorCode, apiError, allErrors, exceptionClass, type ErrorInfo, type ErrorCategory } from './error-codes.js'
 export {
   AddOffsetsToTxn, AddPartitionsToTxn, ApiVersions, DescribeProducers, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce, SaslAuthenticate, SaslHandshake,

@@ -19,7 +19,15 @@ export interface Field {
   readonly defaultValue: unknown
 }
 
-export interface ApiSchema {
+/** A Field as declared: its name, type, arrayness and nullability kept as types, so messages can be typed from it. */
+export interface TypedField<N extends string, T extends Primitive | readonly Field[], A extends boolean, Nul extends Range | null> extends Field {
+  readonly name: N
+  readonly type: T
+  readonly array: A
+  readonly nullable: Nul
+}
+
+export interface ApiSchema<Req extends readonly Field[] = readonly Field[], Res extends readonly Field[] = readonly Field[]> {
   readonly key: number
   readonly name: string
   /** Versions this client speaks. */
@@ -27,9 +35,40 @@ export interface ApiSchema {
   readonly maxVersion: number
   /** First flexible version, or Infinity. */
   readonly flexibleFrom: number
-  readonly request: readonly Field[]
-  readonly response: readonly Field[]
+  readonly request: Req
+  readonly response: Res
 }
+
+/**
+ * Declares an API once: the field lists drive the codec at run time and, through `RequestOf` /
+ * `ResponseOf`, the TypeScript types of its messages (kmsg-style generated types, without a generator).
+ */
+export function defineApi<const Req extends readonly Field[], const Res extends readonly Field[]>(api: ApiSchema<Req, Res>): ApiSchema<Req, Res> {
+  return api
+}
+
+// ---- message types derived from the field lists -----------------------------------------------
+
+type Scalar<P, Req extends boolean> = P extends 'int64' ? (Req extends true ? bigint | number : bigint)
+  : P extends 'bool' ? boolean
+    : P extends 'string' ? string
+      : P extends 'bytes' | 'records' | 'uuid' ? Uint8Array
+        : number
+
+type Element<T, Req extends boolean> = T extends readonly Field[] ? (Req extends true ? RequestOf<T> : MessageOf<T>) : Scalar<T, Req>
+
+// A struct that is not an array is absent (null) in the versions before it exists.
+type ValueOf<F, Req extends boolean> = F extends TypedField<string, infer T, infer A, infer Nul>
+  ? (A extends true ? Element<T, Req>[] : Element<T, Req>) | (Nul extends Range ? null : never) | (A extends false ? (T extends readonly Field[] ? null : never) : never)
+  : never
+
+/** A decoded message: every field present (absent versions decode to the field's default). */
+export type MessageOf<Fs extends readonly Field[]> = { -readonly [F in Fs[number] as F['name']]: ValueOf<F, false> }
+/** A message to encode: any field may be left out and is written as its default. */
+export type RequestOf<Fs extends readonly Field[]> = { -readonly [F in Fs[number] as F['name']]?: ValueOf<F, true> }
+// An ApiSchema whose fields are not declared as literals (the generic `ApiSchema`) has untyped messages.
+export type RequestBody<A> = A extends ApiSchema<infer Req, readonly Field[]> ? (readonly Field[] extends Req ? Message : RequestOf<Req>) : never
+export type ResponseBody<A> = A extends ApiSchema<readonly Field[], infer Res> ? (readonly Field[] extends Res ? Message : MessageOf<Res>) : never
 
 export function range(spec: string): Range {
   if (spec === 'none') return [Infinity, -Infinity]
@@ -44,27 +83,34 @@ export function range(spec: string): Range {
 const inRange = (r: Range | null, v: number): boolean => r !== null && v >= r[0] && v <= r[1]
 
 interface FieldOpts { nullable?: string; tag?: number; default?: unknown }
+type NullableOf<O> = O extends { nullable: string } ? Range : null
 
-export function field(name: string, type: Primitive, versions: string, opts: FieldOpts = {}): Field {
+export function field<const N extends string, const T extends Primitive, const O extends FieldOpts = FieldOpts>(
+  name: N, type: T, versions: string, opts?: O,
+): TypedField<N, T, false, NullableOf<O>> {
+  const o: FieldOpts = opts ?? {}
   return {
     name, type, array: false, versions: range(versions),
-    nullable: opts.nullable ? range(opts.nullable) : null,
-    tag: opts.tag ?? null,
-    defaultValue: opts.default !== undefined ? opts.default : defaultFor(type),
+    nullable: (o.nullable ? range(o.nullable) : null) as NullableOf<O>,
+    tag: o.tag ?? null,
+    defaultValue: o.default !== undefined ? o.default : defaultFor(type),
   }
 }
 
-export function array(name: string, versions: string, of: Primitive | readonly Field[], opts: FieldOpts = {}): Field {
+export function array<const N extends string, const T extends Primitive | readonly Field[], const O extends FieldOpts = FieldOpts>(
+  name: N, versions: string, of: T, opts?: O,
+): TypedField<N, T, true, NullableOf<O>> {
+  const o: FieldOpts = opts ?? {}
   return {
     name, type: of, array: true, versions: range(versions),
-    nullable: opts.nullable ? range(opts.nullable) : null,
-    tag: opts.tag ?? null,
-    defaultValue: opts.default !== undefined ? opts.default : [],
+    nullable: (o.nullable ? range(o.nullable) : null) as NullableOf<O>,
+    tag: o.tag ?? null,
+    defaultValue: o.default !== undefined ? o.default : [],
   }
 }
 
 /** A struct-valued (non-array) field, used for tagged sub-structures such as CurrentLeader. */
-export function struct(name: string, versions: string, fields: readonly Field[], opts: FieldOpts = {}): Field {
+export function struct<const N extends string, const T extends readonly Field[]>(name: N, versions: string, fields: T, opts: FieldOpts = {}): TypedField<N, T, false, null> {
   return {
     name, type: fields, array: false, versions: range(versions),
     nullable: null, tag: opts.tag ?? null, defaultValue: opts.default ?? null,

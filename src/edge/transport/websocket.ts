@@ -102,7 +102,7 @@ function parseTicketMessage(text: string): ProducerIdTicket | null {
 export function websocket(options: WebSocketTransportOptions): WebSocketTransport {
   const backoff = new Map<string, { failures: number; notBefore: number }>()
   if (options.producerIdTicket !== undefined && !TICKET_SHAPE.test(options.producerIdTicket)) {
-    throw new ConfigException('websocket({ producerIdTicket }) is not a producer-id ticket: pass the `ticket` string onProducerIdTicket received')
+    throw new ConfigException('producerIdTicket is not a ticket from onProducerIdTicket')
   }
   const tickets: TicketState = { ticket: options.producerIdTicket ?? null, open: new Set(), onTicket: options.onProducerIdTicket }
   return {
@@ -156,11 +156,9 @@ export function closeError(code: number, reason: string, where: string, tokenRef
     case 4403: return new AuthorizationException(`relay refused the request (${code})${why}`)
     case 4404: return new AuthorizationException(`relay refused the destination broker (${code})${why}: it is not among the brokers the relay may dial`)
     case 4400: return new ProtocolError(`relay says the client sent a malformed frame (${code})${why}`)
-    case 4409: return new ClusterAuthorizationException(`relay refused a producer id this principal does not hold (${code})${why}: ` +
-      'use the id the relay issued, and present its producer-id ticket when resuming it on a new page or connection')
+    case 4409: return new ClusterAuthorizationException(`relay refused a producer id not issued to this token's principal (${code})${why}; resume ids with their ticket`)
     case 4422: return new InvalidTopicException(`relay refused a name Kafka would refuse (${code})${why}`)
-    case 4430: return new PolicyViolationException(`relay refused another producer id: too many InitProducerId calls (${code})${why}; ` +
-      'keep one producer per page and resume its id with the saved ticket instead of creating new ones')
+    case 4430: return new PolicyViolationException(`relay refused another producer id (${code})${why}; reuse producers`)
     case 1009: return new RecordTooLargeException(`relay refused a request larger than its frame limit (1009)${why}`)
     default: return new NetworkException(`connection to ${where} closed (${code})${why}`)
   }
@@ -245,7 +243,7 @@ function openSocket(address: BrokerAddress, handlers: LinkHandlers, o: WebSocket
       const data = event.data
       if (typeof data === 'string') {
         const t = parseTicketMessage(data)
-        if (!t) return fail(new ProtocolError('relay sent a text message that is not a producer-id ticket; expected one binary Kafka frame'))
+        if (!t) return fail(new ProtocolError('relay sent a text message that is not a producer-id ticket'))
         tickets.ticket = t.ticket
         // The other links may reach other relay instances: present the ticket there before any
         // request that uses the id (it arrives ahead of the InitProducerId answer).

@@ -22,8 +22,8 @@ function describeError(e) {
 }
 
 const producerIdOf = (p) => {
-  const pe = p.txn?.producerIdAndEpoch
-  return pe ? String(pe.producerId) : null
+  const id = p.state.producerId
+  return id === null ? null : String(id)
 }
 
 /**

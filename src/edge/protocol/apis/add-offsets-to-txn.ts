@@ -1,6 +1,6 @@
-import { field, type ApiSchema } from '../schema.js'
+import { field, defineApi } from '../schema.js'
 
-export const AddOffsetsToTxn: ApiSchema = {
+export const AddOffsetsToTxn = defineApi({
   key: 25, name: 'AddOffsetsToTxn', minVersion: 0, maxVersion: 4, flexibleFrom: 3,
   request: [
     field('transactionalId', 'string', '0+'),
@@ -12,4 +12,4 @@ export const AddOffsetsToTxn: ApiSchema = {
     field('throttleTimeMs', 'int32', '0+'),
     field('errorCode', 'int16', '0+'),
   ],
-}
+})

@@ -1,9 +1,9 @@
-import { array, field, type ApiSchema } from '../schema.js'
+import { array, field, defineApi } from '../schema.js'
 
 // Clients use v3 and below; v4+ is the broker-to-broker batched form.
 const topic = [field('name', 'string', '0+'), array('partitions', '0+', 'int32')]
 
-export const AddPartitionsToTxn: ApiSchema = {
+export const AddPartitionsToTxn = defineApi({
   key: 24, name: 'AddPartitionsToTxn', minVersion: 0, maxVersion: 3, flexibleFrom: 3,
   request: [
     field('transactionalId', 'string', '0-3'),
@@ -21,4 +21,4 @@ export const AddPartitionsToTxn: ApiSchema = {
       ]),
     ]),
   ],
-}
+})

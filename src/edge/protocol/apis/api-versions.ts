@@ -1,8 +1,8 @@
-import { array, field, type ApiSchema } from '../schema.js'
+import { array, field, defineApi } from '../schema.js'
 
 // The response header is always v0 (no tagged fields) so that a broker can answer an ApiVersions
 // request of a version it does not know; on UNSUPPORTED_VERSION it replies in v0 shape.
-export const ApiVersions: ApiSchema = {
+export const ApiVersions = defineApi({
   key: 18, name: 'ApiVersions', minVersion: 0, maxVersion: 4, flexibleFrom: 3,
   request: [
     field('clientSoftwareName', 'string', '3+'),
@@ -29,4 +29,4 @@ export const ApiVersions: ApiSchema = {
     ], { tag: 2 }),
     field('zkMigrationReady', 'bool', '3+', { tag: 3 }),
   ],
-}
+})

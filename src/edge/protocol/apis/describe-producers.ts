@@ -1,9 +1,9 @@
-import { array, field, type ApiSchema } from '../schema.js'
+import { array, field, defineApi } from '../schema.js'
 
 // KIP-664 (Kafka 2.8+). Sent to each partition's leader: it lists the producers whose state the
 // leader still holds, with their epoch and last sequence, which is what a resumed producer needs to
 // know whether the broker would still recognise its resends as duplicates.
-export const DescribeProducers: ApiSchema = {
+export const DescribeProducers = defineApi({
   key: 61, name: 'DescribeProducers', minVersion: 0, maxVersion: 0, flexibleFrom: 0,
   request: [
     array('topics', '0+', [field('name', 'string', '0+'), array('partitionIndexes', '0+', 'int32')]),
@@ -27,4 +27,4 @@ export const DescribeProducers: ApiSchema = {
       ]),
     ]),
   ],
-}
+})

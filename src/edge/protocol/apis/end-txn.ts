@@ -1,7 +1,7 @@
-import { field, type ApiSchema } from '../schema.js'
+import { field, defineApi } from '../schema.js'
 
 // v5 is transaction v2: the coordinator bumps the epoch on every EndTxn and returns the new id/epoch.
-export const EndTxn: ApiSchema = {
+export const EndTxn = defineApi({
   key: 26, name: 'EndTxn', minVersion: 0, maxVersion: 5, flexibleFrom: 3,
   request: [
     field('transactionalId', 'string', '0+'),
@@ -15,4 +15,4 @@ export const EndTxn: ApiSchema = {
     field('producerId', 'int64', '5+', { default: -1n }),
     field('producerEpoch', 'int16', '5+', { default: -1 }),
   ],
-}
+})

@@ -1,7 +1,7 @@
-import { array, field, type ApiSchema } from '../schema.js'
+import { array, field, defineApi } from '../schema.js'
 
 // Key type 0 = consumer group, 1 = transactional id. From v4 keys are batched.
-export const FindCoordinator: ApiSchema = {
+export const FindCoordinator = defineApi({
   key: 10, name: 'FindCoordinator', minVersion: 1, maxVersion: 6, flexibleFrom: 3,
   request: [
     field('key', 'string', '0-3'),
@@ -24,4 +24,4 @@ export const FindCoordinator: ApiSchema = {
       field('errorMessage', 'string', '4+', { nullable: '4+', default: null }),
     ]),
   ],
-}
+})

@@ -1,7 +1,7 @@
-import { field, type ApiSchema } from '../schema.js'
+import { field, defineApi } from '../schema.js'
 
 // v3 lets an existing producer id/epoch be passed back to bump the epoch (KIP-360).
-export const InitProducerId: ApiSchema = {
+export const InitProducerId = defineApi({
   key: 22, name: 'InitProducerId', minVersion: 0, maxVersion: 5, flexibleFrom: 2,
   request: [
     field('transactionalId', 'string', '0+', { nullable: '0+', default: null }),
@@ -15,4 +15,4 @@ export const InitProducerId: ApiSchema = {
     field('producerId', 'int64', '0+', { default: -1n }),
     field('producerEpoch', 'int16', '0+', { default: -1 }),
   ],
-}
+})

@@ -1,8 +1,8 @@
-import { array, field, type ApiSchema } from '../schema.js'
+import { array, field, defineApi } from '../schema.js'
 
 // v4 is the floor because AllowAutoTopicCreation must be sent as false: a producer at the edge must
 // never create topics by naming them.
-export const Metadata: ApiSchema = {
+export const Metadata = defineApi({
   key: 3, name: 'Metadata', minVersion: 4, maxVersion: 12, flexibleFrom: 9,
   request: [
     array('topics', '0+', [
@@ -41,4 +41,4 @@ export const Metadata: ApiSchema = {
     ]),
     field('clusterAuthorizedOperations', 'int32', '8-10', { default: -2147483648 }),
   ],
-}
+})

@@ -1,8 +1,8 @@
-import { array, field, struct, type ApiSchema } from '../schema.js'
+import { array, field, struct, defineApi } from '../schema.js'
 
 // v3 is the floor (4.x brokers reject 0-2, KAFKA-18659); v12 marks transaction v2 support;
 // v13 replaces topic names with ids, which this client does not carry, so it stops at 12.
-export const Produce: ApiSchema = {
+export const Produce = defineApi({
   key: 0, name: 'Produce', minVersion: 3, maxVersion: 12, flexibleFrom: 9,
   request: [
     field('transactionalId', 'string', '3+', { nullable: '3+', default: null }),
@@ -44,4 +44,4 @@ export const Produce: ApiSchema = {
       field('rack', 'string', '10+', { nullable: '10+', default: null }),
     ], { tag: 0 }),
   ],
-}
+})

@@ -1,7 +1,7 @@
-import { array, field, type ApiSchema } from '../schema.js'
+import { array, field, defineApi } from '../schema.js'
 
 // v5 is transaction v2: sent without a prior AddOffsetsToTxn.
-export const TxnOffsetCommit: ApiSchema = {
+export const TxnOffsetCommit = defineApi({
   key: 28, name: 'TxnOffsetCommit', minVersion: 0, maxVersion: 5, flexibleFrom: 3,
   request: [
     field('transactionalId', 'string', '0+'),
@@ -31,4 +31,4 @@ export const TxnOffsetCommit: ApiSchema = {
       ]),
     ]),
   ],
-}
+})

@@ -1,5 +1,5 @@
-import { KafkaEdgeError } from '../errors.js'
-import { ProducerBatch, incrementSequence, type TopicPartition } from './producer-batch.js'
+import { IllegalStateException, KafkaEdgeError } from '../errors.js'
+import { ProducerBatch, incrementSequence, sequenceOrder, type TopicPartition } from './producer-batch.js'
 import type { ProducerStamp } from '../wasm/core.js'
 
 export interface ProducerIdAndEpoch { readonly producerId: bigint; readonly epoch: number }
@@ -40,7 +40,7 @@ export class TxnPartitionEntry {
 
   addInflight(batch: ProducerBatch): void {
     this.inflight.push(batch)
-    this.inflight.sort(compareBatches)
+    this.inflight.sort(sequenceOrder)
     if (!this.recent.includes(batch)) {
       this.recent.push(batch)
       if (this.recent.length > RECENT_KEPT) this.recent.shift()
@@ -84,7 +84,7 @@ export class TxnPartitionEntry {
       b.sequenceHasBeenReset = true
       seq += b.recordCount
     }
-    this.inflight.sort(compareBatches)
+    this.inflight.sort(sequenceOrder)
     this.producerIdAndEpoch = pe
     this.nextSequence = seq
     this.lastAckedSequence = NO_LAST_ACKED
@@ -98,7 +98,7 @@ export class TxnPartitionEntry {
       const seq = b.baseSequence - failed.recordCount
       restamp(b, { ...b.stamp(), baseSequence: Math.max(0, seq) })
     }
-    this.inflight.sort(compareBatches)
+    this.inflight.sort(sequenceOrder)
   }
 }
 
@@ -115,38 +115,72 @@ function beforeGap(b: ProducerBatch, gap: SequenceGap): boolean {
 
 const earlierGap = (a: SequenceGap, b: SequenceGap): SequenceGap => (a.epoch < b.epoch || (a.epoch === b.epoch && a.sequence <= b.sequence) ? a : b)
 
-function compareBatches(a: ProducerBatch, b: ProducerBatch): number {
-  if (a.producerId !== b.producerId) return a.producerId < b.producerId ? -1 : 1
-  if (a.producerEpoch !== b.producerEpoch) return a.producerEpoch - b.producerEpoch
-  return a.baseSequence - b.baseSequence
-}
 
 export type ProducerIdState = 'UNINITIALIZED' | 'INITIALIZING' | 'READY' | 'FATAL_ERROR'
+
+/** target -> the states it may be entered from. FATAL_ERROR is entered from anywhere and never left. */
+const PRODUCER_ID_TRANSITIONS: Record<ProducerIdState, readonly ProducerIdState[]> = {
+  // READY: the id dropped at Short.MAX_VALUE epochs; INITIALIZING: InitProducerId failed, try again.
+  UNINITIALIZED: ['READY', 'INITIALIZING'],
+  INITIALIZING: ['UNINITIALIZED'],
+  // UNINITIALIZED / READY: the transactional producer adopts ids its coordinator client obtained.
+  READY: ['INITIALIZING', 'UNINITIALIZED', 'READY'],
+  FATAL_ERROR: ['UNINITIALIZED', 'INITIALIZING', 'READY', 'FATAL_ERROR'],
+}
 
 /**
  * The idempotence bookkeeping of Java's TransactionManager: producer id and epoch, sequence numbers
  * per partition, unresolved partitions after expiry, and the local epoch bump of KIP-360. Pure state:
  * the Sender asks it questions and reports events; it never does I/O.
  */
-export class TransactionManager {
+export class IdempotenceManager {
   producerIdAndEpoch: ProducerIdAndEpoch = NO_PRODUCER_ID
-  state: ProducerIdState = 'UNINITIALIZED'
+  private producerIdState: ProducerIdState = 'UNINITIALIZED'
   fatalError: Error | null = null
   private readonly partitions = new Map<string, TxnPartitionEntry>()
   /** Partition -> the next sequence it would have had when a batch with unknown outcome expired. */
   readonly unresolved = new Map<string, number>()
   /** Partition -> where its sequences broke (null: rewrite every in-flight batch). */
   private readonly partitionsToRewrite = new Map<string, SequenceGap | null>()
-  epochBumpRequired = false
-  /** Every epoch change, for tests and metrics: [producerId, epoch]. */
-  readonly epochHistory: ProducerIdAndEpoch[] = []
-  /** Transactions: whether a partition may be drained yet (Java: isSendToPartitionAllowed), set by transactions.ts. */
-  sendAllowed: ((tp: TopicPartition) => boolean) | null = null
-
-  constructor(readonly transactionalId: string | null, private readonly restamp: (b: ProducerBatch, s: ProducerStamp) => void) {}
+  /**
+   * A partition's sequences broke and only a new epoch repairs them. The idempotent producer bumps
+   * locally at once (bumpIdempotentEpochIfRequired); a transactional one hands it to its coordinator
+   * client, whose epochBumpRequired (Java's) bumps when the transaction completes.
+   */
+  sequencesNeedNewEpoch = false
+  /**
+   * @param sendAllowed transactions: whether a partition may be drained yet (Java's
+   *   isSendToPartitionAllowed); null for an idempotent producer.
+   */
+  constructor(
+    readonly transactionalId: string | null,
+    private readonly restamp: (b: ProducerBatch, s: ProducerStamp) => void,
+    private readonly sendAllowed: ((tp: TopicPartition) => boolean) | null = null,
+    private readonly onProducerId: ((pe: ProducerIdAndEpoch) => void) | undefined = undefined,
+  ) {}
 
   get isTransactional(): boolean { return this.transactionalId !== null }
   get hasProducerId(): boolean { return this.producerIdAndEpoch.producerId >= 0n }
+
+  get state(): ProducerIdState { return this.producerIdState }
+
+  /**
+   * The only writer of `state`. A move the table does not allow is a bug, not a broker answer, and
+   * throws; an answer that arrives after a fatal error changes nothing.
+   */
+  private transitionTo(target: ProducerIdState): boolean {
+    const from = this.producerIdState
+    if (from === 'FATAL_ERROR' && target !== 'FATAL_ERROR') return false
+    if (!PRODUCER_ID_TRANSITIONS[target].includes(from)) throw new IllegalStateException(`producer id state cannot move from ${from} to ${target}`)
+    this.producerIdState = target
+    return true
+  }
+
+  /** The Sender sends InitProducerId (idempotent producer). */
+  initializing(): void { this.transitionTo('INITIALIZING') }
+
+  /** InitProducerId failed retriably: the Sender tries again after a backoff. */
+  initFailed(): void { this.transitionTo('UNINITIALIZED') }
 
   entry(tp: TopicPartition): TxnPartitionEntry {
     let e = this.partitions.get(tp.key)
@@ -156,13 +190,13 @@ export class TransactionManager {
 
   setProducerIdAndEpoch(pe: ProducerIdAndEpoch): void {
     this.producerIdAndEpoch = pe
-    this.epochHistory.push(pe)
+    this.onProducerId?.(pe)
   }
 
   /** InitProducerId answered. */
   initialized(pe: ProducerIdAndEpoch): void {
+    if (!this.transitionTo('READY')) return
     this.setProducerIdAndEpoch(pe)
-    this.state = 'READY'
     if (!this.isTransactional) {
       // A bump past Short.MAX_VALUE: the partitions that asked for it restart under the new id.
       for (const [key, gap] of this.partitionsToRewrite) {
@@ -189,8 +223,8 @@ export class TransactionManager {
    * become this producer's in-flight batches, so nothing new of their partition is sent before them.
    */
   resume(pe: ProducerIdAndEpoch, next: ReadonlyArray<{ tp: TopicPartition; next: number }>, batches: readonly ProducerBatch[]): void {
+    if (!this.transitionTo('READY')) return
     this.setProducerIdAndEpoch(pe)
-    this.state = 'READY'
     for (const n of next) {
       const e = this.entry(n.tp)
       e.producerIdAndEpoch = pe
@@ -207,7 +241,8 @@ export class TransactionManager {
   }
 
   transitionToFatal(error: Error): void {
-    this.state = 'FATAL_ERROR'
+    if (this.producerIdState === 'FATAL_ERROR') return
+    this.transitionTo('FATAL_ERROR')
     this.fatalError = error
   }
 
@@ -297,7 +332,7 @@ export class TransactionManager {
    * every in-flight batch is rewritten.
    */
   requestEpochBumpForPartition(tp: TopicPartition, failed?: ProducerBatch): void {
-    this.epochBumpRequired = true
+    this.sequencesNeedNewEpoch = true
     const gap: SequenceGap | null = failed && failed.hasSequence && !failed.maybeWritten
       ? { producerId: failed.producerId, epoch: failed.producerEpoch, sequence: failed.baseSequence }
       : null
@@ -313,12 +348,12 @@ export class TransactionManager {
    * for it restart their in-flight batches from sequence 0.
    */
   bumpIdempotentEpochIfRequired(): boolean {
-    if (this.isTransactional || !this.epochBumpRequired) return false
+    if (this.isTransactional || !this.sequencesNeedNewEpoch) return false
     if (this.producerIdAndEpoch.epoch >= EPOCH_MAX) {
       this.producerIdAndEpoch = NO_PRODUCER_ID
-      this.state = 'UNINITIALIZED'
+      this.transitionTo('UNINITIALIZED')
       // The rewrite waits for the new producer id (initialized()); restamping now would stamp id -1.
-      this.epochBumpRequired = false
+      this.sequencesNeedNewEpoch = false
       return true
     } else {
       this.setProducerIdAndEpoch({ producerId: this.producerIdAndEpoch.producerId, epoch: this.producerIdAndEpoch.epoch + 1 })
@@ -329,7 +364,7 @@ export class TransactionManager {
       this.unresolved.delete(key)
     }
     this.partitionsToRewrite.clear()
-    this.epochBumpRequired = false
+    this.sequencesNeedNewEpoch = false
     return true
   }
 
@@ -355,7 +390,7 @@ export class TransactionManager {
         continue
       }
       if (this.isTransactional) {
-        this.epochBumpRequired = true
+        this.sequencesNeedNewEpoch = true
         abortable = new KafkaEdgeError(`the client has no acknowledgement for some records sent to ${e.tp.topic}-${e.tp.partition} ` +
           'and can no longer retry them; abort the transaction and continue')
       } else {

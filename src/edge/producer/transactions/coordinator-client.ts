@@ -1,401 +1,21 @@
-import type { Clock } from '../clock.js'
+import type { Clock } from '../../clock.js'
 import {
-  ApiException, ClosedError, FatalTransactionException, IllegalStateException, KafkaEdgeError, NetworkException, ProducerFencedException,
-  TimeoutException, TransactionAbortableException, TransactionAbortedException,
-} from '../errors.js'
+  ApiException, ClosedError, FatalTransactionException, IllegalStateException, KafkaEdgeError, NetworkException,
+  ProducerFencedException, TimeoutException, TransactionAbortableException, TransactionAbortedException,
+} from '../../errors.js'
+import { EndTxn, InitProducerId, Produce, apiError, errorCode as code, type Message } from '../../protocol/index.js'
+import { isFatal } from '../error-policy.js'
+import type { TopicPartition } from '../producer-batch.js'
+import type { ProducerObserver } from '../config.js'
+import type { IdempotenceManager, ProducerIdAndEpoch } from '../idempotence.js'
 import {
-  AddOffsetsToTxn, AddPartitionsToTxn, EndTxn, FindCoordinator, InitProducerId, Produce, TxnOffsetCommit, apiError, errorInfo, type ApiSchema, type Message,
-} from '../protocol/index.js'
-import { isFatal } from './error-policy.js'
-import { topicPartition, type TopicPartition } from './producer-batch.js'
-import type { ProducerIdAndEpoch, TransactionManager } from './transaction-manager.js'
-
-// ---- the state machine -------------------------------------------------------------------------
-
-export const TXN_STATES = ['UNINITIALIZED', 'INITIALIZING', 'READY', 'IN_TRANSACTION', 'COMMITTING_TRANSACTION', 'ABORTING_TRANSACTION', 'ABORTABLE_ERROR', 'FATAL_ERROR'] as const
-export type TxnState = typeof TXN_STATES[number]
-
-/** target -> the states it may be entered from (Java's TransactionManager.State.isTransitionValid). */
-const ALLOWED_FROM: Record<TxnState, readonly TxnState[]> = {
-  UNINITIALIZED: ['READY', 'ABORTABLE_ERROR'],
-  INITIALIZING: ['UNINITIALIZED', 'COMMITTING_TRANSACTION', 'ABORTING_TRANSACTION'],
-  READY: ['INITIALIZING', 'COMMITTING_TRANSACTION', 'ABORTING_TRANSACTION'],
-  IN_TRANSACTION: ['READY'],
-  COMMITTING_TRANSACTION: ['IN_TRANSACTION'],
-  ABORTING_TRANSACTION: ['IN_TRANSACTION', 'ABORTABLE_ERROR'],
-  ABORTABLE_ERROR: ['IN_TRANSACTION', 'COMMITTING_TRANSACTION', 'ABORTABLE_ERROR', 'INITIALIZING'],
-  FATAL_ERROR: TXN_STATES,
-}
-
-export function isTransitionValid(from: TxnState, to: TxnState): boolean {
-  return ALLOWED_FROM[to].includes(from)
-}
-
-
-const code = (name: string): number => ERR[name]!
-const ERR: Record<string, number> = {
-  NONE: 0, REQUEST_TIMED_OUT: 7, COORDINATOR_LOAD_IN_PROGRESS: 14, COORDINATOR_NOT_AVAILABLE: 15, NOT_COORDINATOR: 16,
-  ILLEGAL_GENERATION: 22, UNKNOWN_MEMBER_ID: 25, TOPIC_AUTHORIZATION_FAILED: 29, GROUP_AUTHORIZATION_FAILED: 30,
-  CLUSTER_AUTHORIZATION_FAILED: 31, UNSUPPORTED_FOR_MESSAGE_FORMAT: 43, INVALID_PRODUCER_EPOCH: 47, INVALID_TXN_STATE: 48,
-  INVALID_PRODUCER_ID_MAPPING: 49, CONCURRENT_TRANSACTIONS: 51, TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,
-  OPERATION_NOT_ATTEMPTED: 55, UNKNOWN_PRODUCER_ID: 59, FENCED_INSTANCE_ID: 82, PRODUCER_FENCED: 90, TRANSACTION_ABORTABLE: 120,
-}
-
-/** Coordinator key types of FindCoordinator. */
-export const enum CoordinatorType { GROUP = 0, TRANSACTION = 1 }
-
-/** After the first CONCURRENT_TRANSACTIONS of a transaction, AddPartitionsToTxn retries this soon (Java). */
-export const ADD_PARTITIONS_RETRY_BACKOFF_MS = 20
-
-const enum Priority { FIND_COORDINATOR = 0, INIT_PRODUCER_ID = 1, ADD_PARTITIONS_OR_OFFSETS = 2, END_TXN = 3, EPOCH_BUMP = 4 }
-
-/** The outcome of one transactional operation; the app may stop waiting (max.block.ms) and wait again. */
-export class TxnResult {
-  readonly promise: Promise<void>
-  completed = false
-  error: Error | null = null
-  /** The app has seen the outcome: a later call starts a new operation instead of resuming this one. */
-  acked = false
-  private resolveFn!: () => void
-  constructor(readonly operation: string) {
-    this.promise = new Promise<void>((resolve) => { this.resolveFn = resolve })
-  }
-  done(): void { if (!this.completed) { this.completed = true; this.resolveFn() } }
-  fail(e: Error): void { if (!this.completed) { this.error = e; this.completed = true; this.resolveFn() } }
-}
-
-/** The parts of a broker connection the coordinator client uses (Connection implements it). */
-export interface CoordinatorConnection {
-  request(api: ApiSchema, body: Message, opts?: { version?: number; cap?: number }): { response: Promise<Message> }
-  connect(): Promise<void>
-  versionFor(api: ApiSchema, cap?: number): number | null
-  readonly finalizedFeatures: Map<string, number>
-}
-
-/** The parts of the cluster the coordinator client uses (Cluster implements it). */
-export interface CoordinatorCluster {
-  anyConnection(): CoordinatorConnection
-  connection(nodeId: number): CoordinatorConnection
-  readonly brokers: Map<number, { host: string; port: number; nodeId: number }>
-}
-
-/** What the producer around the state machine provides: its batches, its sender. */
-export interface TransactionHost {
-  /** Any batch (or queued send) of the producer not yet completed, or a Produce request still out. */
-  hasIncomplete(): boolean
-  /** Sends everything queued now and resolves once all of it completed and no Produce request is out. */
-  flush(): Promise<void>
-  /** Fails the records that were never sent (no sequence yet) with `error`. */
-  abortUndrainedBatches(error: Error): void
-  wakeupSender(): void
-}
-
-export interface TransactionsOptions {
-  transactionalId: string
-  transactionTimeoutMs: number
-  retryBackoffMs: number
-  maxBlockMs: number
-  clock: Clock
-  cluster: CoordinatorCluster
-  /** The idempotence bookkeeping (producer id/epoch, sequences) shared with the sender. */
-  idempotence: TransactionManager
-  host: TransactionHost
-}
-
-export interface OffsetToCommit { topic: string; partition: number; offset: number | bigint; metadata?: string | null; leaderEpoch?: number }
-export type OffsetsToCommit = ReadonlyArray<OffsetToCommit> | Record<string, Record<number, number | bigint>>
-export interface GroupMetadata { groupId: string; generationId?: number; memberId?: string; groupInstanceId?: string | null }
-
-interface CoordinatorNode { nodeId: number; host: string; port: number }
-
-abstract class TxnRequestHandler {
-  isRetry = false
-  readonly seq: number
-  constructor(protected readonly tm: TransactionCoordinatorClient, readonly result: TxnResult, readonly priority: Priority) {
-    this.seq = tm.nextSeq++
-  }
-  abstract readonly api: ApiSchema
-  /** Which coordinator the request goes to; null = any broker. */
-  coordinatorType(): CoordinatorType | null { return CoordinatorType.TRANSACTION }
-  coordinatorKey(): string { return this.tm.transactionalId }
-  get isEndTxn(): boolean { return false }
-  retryBackoffMs(): number { return this.tm.retryBackoffMs }
-  abstract body(): Message
-  /** Version rule: an exact version or a cap, given the negotiated range. */
-  versionOpts(): { version?: number; cap?: number } { return {} }
-  abstract handleResponse(res: Message): void
-
-  fatalError(e: Error): void { this.result.fail(e); this.tm.transitionToFatalError(e) }
-  abortableError(e: Error): void { this.result.fail(e); this.tm.transitionToAbortableError(e) }
-  /** Java's abortableErrorIfPossible: abortable with an epoch bump when the coordinator can bump, else fatal. */
-  abortableErrorIfPossible(e: Error): void {
-    if (this.tm.canBumpEpoch) { this.tm.epochBumpRequired = true; this.abortableError(e) } else this.fatalError(e)
-  }
-  reenqueue(): void { this.isRetry = true; this.tm.enqueue(this) }
-  lookupAndRetry(type: CoordinatorType = CoordinatorType.TRANSACTION, key = this.tm.transactionalId): void {
-    this.tm.lookupCoordinator(type, key)
-    this.reenqueue()
-  }
-}
-
-const fenced = (tm: TransactionCoordinatorClient) => new ProducerFencedException(
-  `producer with transactional.id ${JSON.stringify(tm.transactionalId)} ` +
-  `(producer id ${tm.producerIdAndEpoch.producerId}, epoch ${tm.producerIdAndEpoch.epoch}) was fenced: ` +
-  'another producer with the same transactional.id initialized, or the transaction timed out on the coordinator; close this producer')
-
-class FindCoordinatorHandler extends TxnRequestHandler {
-  readonly api = FindCoordinator
-  constructor(tm: TransactionCoordinatorClient, readonly type: CoordinatorType, readonly key: string) {
-    super(tm, new TxnResult('FindCoordinator'), Priority.FIND_COORDINATOR)
-  }
-  override coordinatorType(): null { return null }
-  body(): Message { return { key: this.key, keyType: this.type, coordinatorKeys: [this.key] } }
-  handleResponse(res: Message): void {
-    const list = (res.coordinators ?? []) as Array<{ nodeId: number; host: string; port: number; errorCode: number; errorMessage: string | null }>
-    const c = list.length > 0 ? list[0]! : {
-      nodeId: res.nodeId as number, host: res.host as string, port: res.port as number,
-      errorCode: res.errorCode as number, errorMessage: res.errorMessage as string | null,
-    }
-    const err = c.errorCode
-    if (err === 0) {
-      this.tm.setCoordinator(this.type, this.key, { nodeId: c.nodeId, host: c.host, port: c.port })
-      this.result.done()
-    } else if (errorInfo(err).retriable) {
-      this.reenqueue()
-    } else if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED')) {
-      this.fatalError(apiError(err, `FindCoordinator for transactional.id ${this.key}`, c.errorMessage))
-    } else if (err === code('GROUP_AUTHORIZATION_FAILED') || err === code('TRANSACTION_ABORTABLE')) {
-      this.abortableError(apiError(err, `FindCoordinator for ${this.type === CoordinatorType.GROUP ? 'group' : 'transactional.id'} ${this.key}`, c.errorMessage))
-    } else {
-      this.fatalError(new FatalTransactionException(
-        `could not find the ${this.type === CoordinatorType.GROUP ? 'group' : 'transaction'} coordinator for ${this.key}: ${errorInfo(err).name}`,
-        { cause: apiError(err, 'FindCoordinator', c.errorMessage) },
-      ))
-    }
-  }
-}
-
-class InitProducerIdHandler extends TxnRequestHandler {
-  readonly api = InitProducerId
-  constructor(tm: TransactionCoordinatorClient, readonly current: ProducerIdAndEpoch, readonly isEpochBump: boolean) {
-    super(tm, new TxnResult('InitProducerId'), isEpochBump ? Priority.EPOCH_BUMP : Priority.INIT_PRODUCER_ID)
-  }
-  body(): Message {
-    return { transactionalId: this.tm.transactionalId, transactionTimeoutMs: this.tm.transactionTimeoutMs, producerId: this.current.producerId, producerEpoch: this.current.epoch }
-  }
-  handleResponse(res: Message): void {
-    const err = res.errorCode as number
-    if (err === 0) {
-      this.tm.adoptProducerId({ producerId: res.producerId as bigint, epoch: res.producerEpoch as number }, true)
-      this.tm.transitionTo('READY')
-      // An epoch bump that replaced EndTxn (INVALID_PRODUCER_ID_MAPPING) also ends the transaction.
-      if (this.isEpochBump) this.tm.clearTransaction()
-      this.result.done()
-    } else if (err === code('NOT_COORDINATOR') || err === code('COORDINATOR_NOT_AVAILABLE')) {
-      this.lookupAndRetry()
-    } else if (errorInfo(err).retriable) {
-      this.reenqueue()
-    } else if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('CLUSTER_AUTHORIZATION_FAILED')) {
-      this.abortableError(apiError(err, 'InitProducerId'))
-    } else if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) {
-      this.fatalError(fenced(this.tm))
-    } else if (err === code('TRANSACTION_ABORTABLE')) {
-      this.abortableError(apiError(err, 'InitProducerId'))
-    } else {
-      this.fatalError(new FatalTransactionException(`unexpected error in InitProducerId: ${errorInfo(err).name}`, { cause: apiError(err, 'InitProducerId') }))
-    }
-  }
-}
-
-class AddPartitionsToTxnHandler extends TxnRequestHandler {
-  readonly api = AddPartitionsToTxn
-  private backoff: number
-  constructor(tm: TransactionCoordinatorClient, readonly partitions: TopicPartition[]) {
-    super(tm, new TxnResult('AddPartitionsToTxn'), Priority.ADD_PARTITIONS_OR_OFFSETS)
-    this.backoff = tm.retryBackoffMs
-  }
-  override retryBackoffMs(): number { return Math.min(this.tm.retryBackoffMs, this.backoff) }
-  override versionOpts() { return { cap: 3 } }
-  body(): Message {
-    const byTopic = new Map<string, number[]>()
-    for (const tp of this.partitions) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition])
-    const pe = this.tm.producerIdAndEpoch
-    return {
-      transactionalId: this.tm.transactionalId, producerId: pe.producerId, producerEpoch: pe.epoch,
-      topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })),
-    }
-  }
-  handleResponse(res: Message): void {
-    this.backoff = this.tm.retryBackoffMs
-    const errors: Array<[TopicPartition, number]> = []
-    for (const t of res.results as Array<{ name: string; partitions: Array<{ partitionIndex: number; errorCode: number }> }>) {
-      for (const p of t.partitions) errors.push([topicPartition(t.name, p.partitionIndex), p.errorCode])
-    }
-    let hasPartitionErrors = false
-    const unauthorized = new Set<string>()
-    for (const [tp, err] of errors) {
-      if (err === 0) continue
-      if (err === code('COORDINATOR_NOT_AVAILABLE') || err === code('NOT_COORDINATOR')) return this.lookupAndRetry()
-      if (err === code('CONCURRENT_TRANSACTIONS')) {
-        // The previous transaction is still completing: retry soon if nothing was added yet.
-        if (this.tm.partitionsInTransaction.size === 0) this.backoff = ADD_PARTITIONS_RETRY_BACKOFF_MS
-        return this.reenqueue()
-      }
-      if (errorInfo(err).retriable) return this.reenqueue()
-      if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) return this.fatalError(fenced(this.tm))
-      if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('INVALID_TXN_STATE')) {
-        return this.fatalError(apiError(err, `AddPartitionsToTxn for ${tp.topic}-${tp.partition}`))
-      }
-      if (err === code('TOPIC_AUTHORIZATION_FAILED')) unauthorized.add(tp.topic)
-      else if (err === code('UNKNOWN_PRODUCER_ID') || err === code('INVALID_PRODUCER_ID_MAPPING')) return this.abortableErrorIfPossible(apiError(err, 'AddPartitionsToTxn'))
-      else if (err === code('TRANSACTION_ABORTABLE')) return this.abortableError(apiError(err, 'AddPartitionsToTxn'))
-      else hasPartitionErrors = true
-    }
-    for (const [tp] of errors) this.tm.pendingPartitions.delete(tp.key)
-    if (unauthorized.size > 0) {
-      this.abortableError(Object.assign(apiError(code('TOPIC_AUTHORIZATION_FAILED'), `AddPartitionsToTxn for topics ${[...unauthorized].join(', ')}`), {}))
-    } else if (hasPartitionErrors) {
-      const failed = errors.filter(([, e]) => e !== 0).map(([tp, e]) => `${tp.topic}-${tp.partition}: ${errorInfo(e).name}`)
-      this.abortableError(new KafkaEdgeError(`could not add partitions to the transaction: ${failed.join(', ')}`))
-    } else {
-      for (const [tp] of errors) this.tm.partitionsInTransaction.set(tp.key, tp)
-      this.tm.transactionStarted = true
-      this.result.done()
-      this.tm.host.wakeupSender()
-    }
-  }
-}
-
-class EndTxnHandler extends TxnRequestHandler {
-  readonly api = EndTxn
-  constructor(tm: TransactionCoordinatorClient, readonly committed: boolean, readonly tv2: boolean) {
-    super(tm, new TxnResult(`EndTxn(${committed ? 'commit' : 'abort'})`), Priority.END_TXN)
-  }
-  override get isEndTxn(): boolean { return true }
-  override versionOpts() { return this.tv2 ? { version: 5 } : { cap: 4 } }
-  body(): Message {
-    const pe = this.tm.producerIdAndEpoch
-    return { transactionalId: this.tm.transactionalId, producerId: pe.producerId, producerEpoch: pe.epoch, committed: this.committed }
-  }
-  handleResponse(res: Message): void {
-    const err = res.errorCode as number
-    if (err === 0) {
-      // Transaction v2: the coordinator bumped the epoch (or, at its end, gave a new producer id at epoch 0).
-      if (this.tv2) {
-        const pid = res.producerId as bigint
-        const epoch = res.producerEpoch as number
-        if (pid >= 0n && epoch >= 0) this.tm.adoptProducerId({ producerId: pid, epoch }, true)
-      }
-      this.tm.completeTransaction()
-      this.result.done()
-    } else if (err === code('COORDINATOR_NOT_AVAILABLE') || err === code('NOT_COORDINATOR')) {
-      this.lookupAndRetry()
-    } else if (errorInfo(err).retriable) {
-      this.reenqueue()
-    } else if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) {
-      this.fatalError(fenced(this.tm))
-    } else if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('INVALID_TXN_STATE')) {
-      this.fatalError(apiError(err, this.result.operation))
-    } else if (err === code('UNKNOWN_PRODUCER_ID') || err === code('INVALID_PRODUCER_ID_MAPPING')) {
-      this.abortableErrorIfPossible(apiError(err, this.result.operation))
-    } else if (err === code('TRANSACTION_ABORTABLE')) {
-      this.abortableError(apiError(err, this.result.operation))
-    } else {
-      this.fatalError(new FatalTransactionException(`unhandled error in EndTxn: ${errorInfo(err).name}`, { cause: apiError(err, 'EndTxn') }))
-    }
-  }
-}
-
-class AddOffsetsToTxnHandler extends TxnRequestHandler {
-  readonly api = AddOffsetsToTxn
-  constructor(tm: TransactionCoordinatorClient, readonly offsets: OffsetToCommit[], readonly group: Required<GroupMetadata>) {
-    super(tm, new TxnResult('AddOffsetsToTxn'), Priority.ADD_PARTITIONS_OR_OFFSETS)
-  }
-  override versionOpts() { return { cap: 4 } }
-  body(): Message {
-    const pe = this.tm.producerIdAndEpoch
-    return { transactionalId: this.tm.transactionalId, producerId: pe.producerId, producerEpoch: pe.epoch, groupId: this.group.groupId }
-  }
-  handleResponse(res: Message): void {
-    const err = res.errorCode as number
-    if (err === 0) {
-      // The result completes only when the TxnOffsetCommit that follows does.
-      this.tm.enqueue(new TxnOffsetCommitHandler(this.tm, this.result, this.offsets, this.group, false))
-      this.tm.transactionStarted = true
-    } else if (err === code('COORDINATOR_NOT_AVAILABLE') || err === code('NOT_COORDINATOR')) {
-      this.lookupAndRetry()
-    } else if (errorInfo(err).retriable) {
-      this.reenqueue()
-    } else if (err === code('UNKNOWN_PRODUCER_ID') || err === code('INVALID_PRODUCER_ID_MAPPING')) {
-      this.abortableErrorIfPossible(apiError(err, 'AddOffsetsToTxn'))
-    } else if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) {
-      this.fatalError(fenced(this.tm))
-    } else if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('INVALID_TXN_STATE')) {
-      this.fatalError(apiError(err, 'AddOffsetsToTxn'))
-    } else if (err === code('GROUP_AUTHORIZATION_FAILED') || err === code('TRANSACTION_ABORTABLE')) {
-      this.abortableError(apiError(err, `AddOffsetsToTxn for group ${this.group.groupId}`))
-    } else {
-      this.fatalError(new FatalTransactionException(`unexpected error in AddOffsetsToTxn: ${errorInfo(err).name}`, { cause: apiError(err, 'AddOffsetsToTxn') }))
-    }
-  }
-}
-
-class TxnOffsetCommitHandler extends TxnRequestHandler {
-  readonly api = TxnOffsetCommit
-  /** Partitions still to commit: retriable per-partition errors keep theirs here. */
-  private pending: Map<string, OffsetToCommit>
-  constructor(tm: TransactionCoordinatorClient, result: TxnResult, offsets: OffsetToCommit[], readonly group: Required<GroupMetadata>, readonly tv2: boolean) {
-    super(tm, result, Priority.ADD_PARTITIONS_OR_OFFSETS)
-    this.pending = new Map(offsets.map((o) => [`${o.topic}:${o.partition}`, o]))
-  }
-  override coordinatorType(): CoordinatorType { return CoordinatorType.GROUP }
-  override coordinatorKey(): string { return this.group.groupId }
-  override versionOpts() { return this.tv2 ? { version: 5 } : { cap: 4 } }
-  body(): Message {
-    const pe = this.tm.producerIdAndEpoch
-    const byTopic = new Map<string, Message[]>()
-    for (const o of this.pending.values()) {
-      byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), {
-        partitionIndex: o.partition, committedOffset: BigInt(o.offset), committedLeaderEpoch: o.leaderEpoch ?? -1, committedMetadata: o.metadata ?? '',
-      }])
-    }
-    return {
-      transactionalId: this.tm.transactionalId, groupId: this.group.groupId, producerId: pe.producerId, producerEpoch: pe.epoch,
-      generationId: this.group.generationId, memberId: this.group.memberId, groupInstanceId: this.group.groupInstanceId,
-      topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })),
-    }
-  }
-  handleResponse(res: Message): void {
-    let reloaded = false
-    const what = `TxnOffsetCommit for group ${this.group.groupId}`
-    outer: for (const t of res.topics as Array<{ name: string; partitions: Array<{ partitionIndex: number; errorCode: number }> }>) {
-      for (const p of t.partitions) {
-        const err = p.errorCode
-        const key = `${t.name}:${p.partitionIndex}`
-        if (err === 0) { this.pending.delete(key); continue }
-        if (err === code('COORDINATOR_NOT_AVAILABLE') || err === code('NOT_COORDINATOR') || err === code('REQUEST_TIMED_OUT')) {
-          if (!reloaded) { reloaded = true; this.tm.lookupCoordinator(CoordinatorType.GROUP, this.group.groupId) }
-        } else if (errorInfo(err).retriable) {
-          continue
-        } else if (err === code('GROUP_AUTHORIZATION_FAILED') || err === code('FENCED_INSTANCE_ID') || err === code('TRANSACTION_ABORTABLE')) {
-          this.abortableError(apiError(err, what)); break outer
-        } else if (err === code('UNKNOWN_MEMBER_ID') || err === code('ILLEGAL_GENERATION')) {
-          const mismatch = new KafkaEdgeError(`transactional offset commit failed: the consumer group metadata does not match (${errorInfo(err).name}); abort the transaction`)
-          this.abortableError(Object.assign(mismatch, { name: 'CommitFailedException' })); break outer
-        } else if (err === code('INVALID_PRODUCER_EPOCH') || err === code('PRODUCER_FENCED')) {
-          this.fatalError(fenced(this.tm)); break outer
-        } else if (err === code('TRANSACTIONAL_ID_AUTHORIZATION_FAILED') || err === code('UNSUPPORTED_FOR_MESSAGE_FORMAT')) {
-          this.fatalError(apiError(err, what)); break outer
-        } else {
-          this.fatalError(new FatalTransactionException(`unexpected error in TxnOffsetCommit: ${errorInfo(err).name}`, { cause: apiError(err, what) })); break outer
-        }
-      }
-    }
-    if (this.result.completed) this.pending.clear()
-    else if (this.pending.size === 0) this.result.done()
-    else this.reenqueue()
-  }
-}
+  AddOffsetsToTxnHandler, AddPartitionsToTxnHandler, EndTxnHandler, FindCoordinatorHandler, InitProducerIdHandler,
+  TxnOffsetCommitHandler, fenced, type TxnRequestHandler,
+} from './handlers.js'
+import {
+  CoordinatorType, TxnResult, isTransitionValid, type CoordinatorCluster, type CoordinatorConnection, type CoordinatorNode,
+  type GroupMetadata, type OffsetToCommit, type OffsetsToCommit, type TransactionHost, type TransactionsOptions, type TxnState,
+} from './state.js'
 
 /**
  * The transactional producer's state machine and coordinator client (Java's TransactionManager,
@@ -414,9 +34,10 @@ export class TransactionCoordinatorClient {
   readonly transactionTimeoutMs: number
   readonly retryBackoffMs: number
   readonly host: TransactionHost
+  private readonly observer: ProducerObserver
   private readonly clock: Clock
   private readonly cluster: CoordinatorCluster
-  private readonly idem: TransactionManager
+  private readonly idem: IdempotenceManager
   private maxBlockMs: number
 
   state: TxnState = 'UNINITIALIZED'
@@ -443,10 +64,6 @@ export class TransactionCoordinatorClient {
   private pendingTransition: { result: TxnResult; state: TxnState; operation: string } | null = null
   private closed = false
 
-  /** Requests sent per API name (retries included): tells which protocol path ran. */
-  readonly requestsSent: Record<string, number> = {}
-  /** Observer for tests: each coordinator request as it is sent. */
-  onRequest: ((api: string, version: number | undefined, body: Message, nodeId: number) => void) | null = null
   /** Every state change, for tests: [from, to]. */
   readonly transitions: Array<[TxnState, TxnState]> = []
 
@@ -459,8 +76,7 @@ export class TransactionCoordinatorClient {
     this.cluster = opts.cluster
     this.idem = opts.idempotence
     this.host = opts.host
-    // The accumulator drains a partition only once it is part of the transaction.
-    this.idem.sendAllowed = (tp) => this.isSendToPartitionAllowed(tp)
+    this.observer = opts.observer ?? {}
   }
 
   get producerIdAndEpoch(): ProducerIdAndEpoch { return this.idem.producerIdAndEpoch }
@@ -525,7 +141,7 @@ export class TransactionCoordinatorClient {
       // expired while committing (Java's maybeResolveSequences asks for the bump regardless; here it
       // may not have run yet). Else the partition's next batches meet OUT_OF_ORDER_SEQUENCE_NUMBER
       // until they expire too (sim seed 18666).
-      if (this.canBumpEpoch && (this.idem.unresolved.size > 0 || this.idem.epochBumpRequired)) this.epochBumpRequired = true
+      if (this.canBumpEpoch && (this.idem.unresolved.size > 0 || this.idem.sequencesNeedNewEpoch)) this.epochBumpRequired = true
       this.newPartitions.clear()
       // Records not yet sent never will be; those in flight complete before EndTxn goes out.
       this.host.abortUndrainedBatches(new TransactionAbortedException('the transaction was aborted before the record was sent'))
@@ -578,6 +194,9 @@ export class TransactionCoordinatorClient {
     if (this.state === 'FATAL_ERROR') return false
     return this.partitionsInTransaction.has(tp.key)
   }
+
+  /** The partition already joined the transaction (drain needs this only without TV2). */
+  isPartitionInTransaction(tp: TopicPartition): boolean { return this.partitionsInTransaction.has(tp.key) }
 
   /** Produce version ceiling: v12 adds partitions implicitly (TV2); without TV2 stay at 11. */
   produceVersionCap(): number { return this.tv2 ? 12 : 11 }
@@ -657,7 +276,7 @@ export class TransactionCoordinatorClient {
     this.idem.initialized(pe)
     if (resetSequences) {
       this.idem.unresolved.clear()
-      this.idem.epochBumpRequired = false
+      this.idem.sequencesNeedNewEpoch = false
     }
   }
 
@@ -871,8 +490,7 @@ export class TransactionCoordinatorClient {
         return
       }
       const body = h.body()
-      this.requestsSent[h.api.name] = (this.requestsSent[h.api.name] ?? 0) + 1
-      this.onRequest?.(h.api.name, opts.version ?? conn.versionFor(h.api, opts.cap) ?? undefined, body, nodeId)
+      this.observer.onCoordinatorRequest?.({ api: h.api.name, version: opts.version ?? conn.versionFor(h.api, opts.cap) ?? undefined, body, node: nodeId })
       res = await conn.request(h.api, body, opts).response
     } catch (e) {
       if (this.closed) return
