@@ -22,6 +22,8 @@ export interface TortureOptions {
   /** Kafka cluster name (its single broker is restarted). */
   cluster?: string
   log?: (line: string) => void
+  /** The producer's debug contexts (e.g. 'epoch,retry'): their lines are returned in producerLog. */
+  debug?: string
 }
 
 export interface TortureResult {
@@ -44,6 +46,8 @@ export interface TortureResult {
   readRefused?: number
   /** For the first duplicated events: where each copy is (partition/offset, producer id/epoch/sequence, labelled or not). */
   duplicates: string[]
+  /** The producers' debug lines (with `debug`), in time order. */
+  producerLog?: string[]
   /** onError reports of the tabs open at the end (distinct, first 10). */
   pageErrors: string[]
   durationMs: number
@@ -61,7 +65,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
   const site = await servePage(await bundleSdk())
   const relay = await Relay.start(bs(cluster), site.origin)
   const net = await NetSwitch.start(relay.port)
-  const q = new URLSearchParams({ relay: `ws://127.0.0.1:${net.port}/kafka`, token: pageToken(topic), topic, flushMs: '100', backoffMs: '200' })
+  const q = new URLSearchParams({ relay: `ws://127.0.0.1:${net.port}/kafka`, token: pageToken(topic), topic, flushMs: '100', backoffMs: '200', ...(o.debug ? { debug: o.debug } : {}) })
   const url = `${site.origin}/?${q}`
   const b: Browser = await launch(o.browser)
   const faults = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>
@@ -169,6 +173,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
       trackErrors,
       ...(readRefused ? { readRefused } : {}),
       duplicates: [...copies].filter(([, c]) => c.length > 1).slice(0, 8).map(([id, c]) => `${id}: ${c.join(' | ')}`),
+      ...(o.debug ? { producerLog: await tabs[0]!.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('log:')).sort().map((k) => `${k.split(':')[1]} ${localStorage.getItem(k)}`)) } : {}),
       pageErrors: [...new Set((await Promise.all(tabs.map((t) => t.evaluate('window.errors') as Promise<string[]>))).flat())].slice(0, 10),
       durationMs: Date.now() - t0,
     }
@@ -190,6 +195,7 @@ if (isMain) {
     results.push(await runTorture({
       browser, events: Number(arg('events', '20000')), tabs: Number(arg('tabs', '3')), faults: Number(arg('faults', '60')),
       kinds: arg('kinds', FAULT_KINDS.join(',')).split(',') as FaultKind[], cluster: arg('cluster', 'browser-torture'),
+      ...(process.argv.includes('--debug') ? { debug: arg('debug', 'epoch,retry') } : {}),
       log: (l) => console.error(`[${browser}] ${l}`),
     }))
     console.error(JSON.stringify(results.at(-1)))

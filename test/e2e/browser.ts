@@ -47,7 +47,14 @@ window.analytics = createAnalytics({
   retryBackoffMaxMs: 2000,
   ...(q.get('beacon') ? { beaconUrl: q.get('beacon') } : {}),
   ...(q.get('storage') ? { storage: q.get('storage') === 'local' ? localStorage : q.get('storage') } : {}),
-  producer: { 'max.block.ms': Number(q.get('maxBlockMs') ?? '30000'), 'retry.backoff.max.ms': 1000 },
+  producer: {
+    'max.block.ms': Number(q.get('maxBlockMs') ?? '30000'), 'retry.backoff.max.ms': 1000,
+    // ?debug=epoch,retry keeps the producer's debug lines in localStorage, where they outlive the tab.
+    ...(q.get('debug') ? { debug: q.get('debug'), logger: {
+      debug: (m, f) => localStorage.setItem('log:' + Date.now() + ':' + Math.random(), m + ' ' + JSON.stringify(f ?? {}, (k, v) => typeof v === 'bigint' ? String(v) : v)),
+      warn: (m, f) => localStorage.setItem('log:' + Date.now() + ':' + Math.random(), 'WARN ' + m + ' ' + JSON.stringify(f ?? {}, (k, v) => typeof v === 'bigint' ? String(v) : v)),
+    } } : {}),
+  },
   onError: (e) => window.errors.push(e.name + ': ' + e.message),
 })
 window.track = async (from, to, prefix) => {
