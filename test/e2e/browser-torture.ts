@@ -39,7 +39,7 @@ export interface TortureResult {
   labelledPossibleDuplicates: number
   faults: Record<FaultKind, number>
   /** Owners that took over a checkpoint: how many resumed its identity (batches and records resent under their sequences) or relabelled. */
-  takeovers: { resumed: number; resumedBatches: number; resumedRecords: number; relabelled: number }
+  takeovers: { resumed: number; resumedBatches: number; resumedRecords: number; relabelled: number; relabelReasons: string[] }
   /** track() refusals by error name (OutboxFullError when the outbox holds maxOutboxEvents). */
   trackErrors: Record<string, number>
   /** Refused events that were read anyway (a refusal must mean "not stored"): should be absent. */
@@ -154,7 +154,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
     let missing = 0
     for (let i = 0; i < o.events; i++) if (!seen.has(`e-${i}`) && !refused.has(`e-${i}`)) missing++
     const readRefused = [...refused].filter((id) => seen.has(id)).length
-    const outcomes = await tabs[0]!.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('resume:')).map((k) => JSON.parse(localStorage.getItem(k)!))) as Array<{ mode: string; batches: number; records: number }>
+    const outcomes = await tabs[0]!.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('resume:')).map((k) => JSON.parse(localStorage.getItem(k)!))) as Array<{ mode: string; batches: number; records: number; reason?: string }>
     const resumed = outcomes.filter((x) => x.mode === 'resumed')
     return {
       browser: o.browser,
@@ -169,6 +169,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
       takeovers: {
         resumed: resumed.length, resumedBatches: resumed.reduce((n, x) => n + x.batches, 0), resumedRecords: resumed.reduce((n, x) => n + x.records, 0),
         relabelled: outcomes.filter((x) => x.mode === 'relabelled').length,
+        relabelReasons: outcomes.filter((x) => x.mode === 'relabelled').map((x) => x.reason ?? ''),
       },
       trackErrors,
       ...(readRefused ? { readRefused } : {}),
