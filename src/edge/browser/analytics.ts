@@ -88,16 +88,6 @@ export interface AnalyticsStats {
 
 
 const utf8 = new TextDecoder()
-
-/** crypto.randomUUID exists only in secure contexts; getRandomValues everywhere. */
-function uuid(): string {
-  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID()
-  const b = crypto.getRandomValues(new Uint8Array(16))
-  b[6] = (b[6]! & 0x0f) | 0x40
-  b[8] = (b[8]! & 0x3f) | 0x80
-  const h = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('')
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
-}
 const TYPE = /^[A-Za-z0-9_.:/-]{1,100}$/
 const READ_CHUNK = 500
 const MAX_IN_FLIGHT = 5000
@@ -187,7 +177,7 @@ export class Analytics {
     if (typeof event.type !== 'string' || !TYPE.test(event.type)) {
       throw new KafkaEdgeError(`event type must be 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(event.type)}`)
     }
-    const id = event.id ?? uuid()
+    const id = event.id ?? crypto.randomUUID()
     const timestamp = event.timestamp ?? Date.now()
     if (!Number.isSafeInteger(timestamp) || timestamp < 0) throw new KafkaEdgeError(`event timestamp must be integer ms since the epoch, got ${event.timestamp}`)
     const key = event.key ?? this.o.key?.(event) ?? null
@@ -251,8 +241,8 @@ export class Analytics {
     const q = this.queue
     this.queue = []
     let n = 0
-    let err: Error = new OutboxFullError(`the analytics outbox holds maxOutboxEvents (${this.o.maxOutboxEvents ?? 10_000}) events; `
-      + 'they stay until Kafka acknowledges them, so the relay or Kafka has been unreachable, or events are tracked faster than they can be sent')
+    let err: Error = new OutboxFullError(`the analytics outbox holds maxOutboxEvents (${this.o.maxOutboxEvents ?? 10_000}) events `
+      + 'not yet acknowledged: Kafka or the relay is unreachable, or events come faster than they can be sent')
     try {
       n = await this.outbox.add(q.map((x) => x.e), this.o.maxOutboxEvents ?? 10_000)
     } catch (e) {
