@@ -31,10 +31,11 @@ async function readIds(cluster: Cluster, topic: string, expected: number): Promi
   return byId
 }
 
+/** [] when each of `${prefix}-0..n-1` was read once; else how many were missing or repeated, and the first few. */
 const exactlyOnce = (byId: Map<string, number>, prefix: string, n: number) => {
   const bad: string[] = []
   for (let i = 0; i < n; i++) if (byId.get(`${prefix}-${i}`) !== 1) bad.push(`${prefix}-${i} x${byId.get(`${prefix}-${i}`) ?? 0}`)
-  return bad
+  return bad.length === 0 ? [] : [`${bad.filter((x) => x.endsWith(' x0')).length} missing, ${bad.filter((x) => !x.endsWith(' x0')).length} repeated`, ...bad.slice(0, 5)]
 }
 
 for (const { name, present } of BROWSERS) {

@@ -472,8 +472,11 @@ export class Analytics {
       this.producer = null
       void producer.close({ timeoutMs: 0 }).catch(() => {})
     }
+    // No key: the event left the outbox in a checkpointed batch. Whether that batch also stays in the
+    // checkpoint (a producer closed under it keeps it for the next one) is not known here, so the
+    // copy going back into the outbox is labelled: a second copy may come, never an unlabelled one.
     const old = e.k === undefined ? [] : [e.k]
-    const again: OutboxEntry = { ...e, ...(err.mayHaveBeenWritten || e.dup ? { dup: 1 } : {}) }
+    const again: OutboxEntry = { ...e, ...(err.mayHaveBeenWritten || e.dup || e.k === undefined ? { dup: 1 } : {}) }
     this.outbox.remove(old, [again]).catch((x: Error) => this.report(x))
     if (this.retryAt <= Date.now()) { this.report(err); this.backoff() }
     for (const w of this.waiters) if (w.ids.has(e.id)) { this.waiters.delete(w); w.reject(err) }
