@@ -84,7 +84,7 @@ function make(relay: FakeRelay, storage: StorageLike, extra: Partial<AnalyticsOp
   const errors: Error[] = []
   const a = createAnalytics({
     relayUrl: 'ws://unused', token: 't', topic: 'clicks', transport: relay, storage, lifecycle: page, document: { visibilityState: 'hidden' },
-    flushIntervalMs: 10, retryBackoffMs: 30, retryBackoffMaxMs: 100, locks: null,
+    flushIntervalMs: 10, retryBackoffMs: 30, retryBackoffMaxMs: 100, locks: null, takeoverSettleMs: 0,
     producer: { 'compression.type': 'none', 'max.block.ms': 200, 'retry.backoff.ms': 10 },
     onError: (e) => errors.push(e),
     ...extra,

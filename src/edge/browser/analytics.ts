@@ -55,6 +55,11 @@ export interface AnalyticsOptions {
   /** First delay before re-sending events whose send failed; doubles up to retryBackoffMaxMs (defaults 1000 / 30000). */
   retryBackoffMs?: number
   retryBackoffMaxMs?: number
+  /**
+   * How long after its last save a checkpoint is left alone before a new sender takes it over
+   * (default 5000 ms): batches a dead page had on the wire land meanwhile (see docs/browser.md).
+   */
+  takeoverSettleMs?: number
   /** Elects the one tab that sends (default navigator.locks). null: this instance always sends. */
   locks?: LockManagerLike | null
   /** Where pagehide / visibilitychange / online fire; default globalThis (the window). null: none. */
@@ -414,6 +419,7 @@ export class Analytics {
     this.pumping = true
     try {
       const producer = await this.getProducer()
+      if (producer.resumeOutcome === undefined) await this.settleTakeover()
       // Takes over the checkpoint (resending its batches) even when the outbox holds nothing new.
       await producer.connect()
       while (this.inflight.size < MAX_IN_FLIGHT && !this.closed) {
@@ -438,6 +444,19 @@ export class Analytics {
       this.pumping = false
       if (this.again) { this.again = false; this.wake(0) }
     }
+  }
+
+  /**
+   * Before taking over a checkpoint saved moments ago: the page that saved it may have died with its
+   * batches on the wire (or in its page-hide beacon). Until they land, the broker does not know the
+   * producer, and the takeover would take that for an expiry and resend them under a new id (a
+   * labelled second copy). Requests already sent land within a few seconds or not at all.
+   */
+  private async settleTakeover(): Promise<void> {
+    const cp = await this.outbox.load<ProducerCheckpoint>()
+    const settle = this.o.takeoverSettleMs ?? 5000
+    const wait = cp?.pending.length ? cp.savedAt + settle - Date.now() : 0
+    if (wait > 0) await new Promise((r) => setTimeout(r, Math.min(wait, settle)))
   }
 
   private acked(e: OutboxEntry): void {
