@@ -103,6 +103,8 @@ for (const { name, present } of BROWSERS) {
       await page.close()
       const next = await browser.newPage(url(topic))
       await waitFor(async () => (await next.evaluate(() => (window as unknown as PageWindow).analytics.pending())) === 0, { timeoutMs: 60_000, what: 'the outbox and checkpoint to empty' })
+      // what the first page had sent is resumed (or there was nothing to take over), never relabelled
+      expect(await next.evaluate(() => (window as unknown as PageWindow).analytics.stats().resume?.mode ?? 'none')).not.toBe('relabelled')
       const byId = await readIds(cluster, topic, 500)
       expect(exactlyOnce(byId, 'h', 500)).toEqual([])
       expect(byId.size).toBe(500)
