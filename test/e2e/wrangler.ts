@@ -39,7 +39,7 @@ export const WRANGLER_ENV = {
 }
 
 /**
- * Copies what the Worker is built from (wrangler.toml, tsconfig.json, package.json, src/edge,
+ * Copies what the Worker is built from (wrangler.toml, tsconfig.json, package.json, worker/, src/edge,
  * build/core.wasm; node_modules linked) into a temp dir, and `wrangler dev` runs there. wrangler dev
  * watches its sources; edits elsewhere in the tree (other engineers, `npm run build`) would otherwise
  * reload the Worker and reset the Durable Object in the middle of a test. It is still plain
@@ -51,6 +51,7 @@ export function snapshotWorker(): { dir: string } {
   if (!existsSync(wasm)) throw new Error('build/core.wasm is missing: run `npm run build:wasm` first')
   for (const f of ['wrangler.toml', 'tsconfig.json', 'package.json']) cpSync(path.join(ROOT, f), path.join(dir, f))
   cpSync(path.join(ROOT, 'src', 'edge'), path.join(dir, 'src', 'edge'), { recursive: true })
+  cpSync(path.join(ROOT, 'worker'), path.join(dir, 'worker'), { recursive: true })
   cpSync(wasm, path.join(dir, 'build', 'core.wasm'))
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir')
   return { dir }

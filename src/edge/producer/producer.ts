@@ -229,7 +229,10 @@ export class Producer {
         const batches = [...cp.pending].sort(pendingOrder).map((p) => {
           const id = batchIdentity(p.bytes)
           const stamp = { producerId: id.producerId, producerEpoch: id.epoch, baseSequence: id.baseSequence, transactional: false }
-          return ProducerBatch.resumed(this.topicPartition(p.topic, p.partition), p.bytes, stamp, id.recordCount, now)
+          // Failed for any reason (delivery timeout, a refusal of the resumed state), its records go
+          // out again labelled: records in a loaded checkpoint leave it only once in the log.
+          const onFail = (e: Error) => { if (!this.closed) this.relabel(core, [p], e.message) }
+          return ProducerBatch.resumed(this.topicPartition(p.topic, p.partition), p.bytes, stamp, id.recordCount, now, onFail)
         })
         this.txn!.resume(pe, cp.nextSequence.map((n) => ({ tp: this.topicPartition(n.topic, n.partition), next: n.next })), batches)
         for (const b of [...batches].reverse()) {
@@ -328,20 +331,20 @@ export class Producer {
     })
   }
 
-  /** A resumed batch refused for its producer state: it and its partition's other resumed batches go out again labelled. */
+  /**
+   * A resumed batch refused for its producer state: it and its partition's other resumed batches
+   * fail, and each one's failure relabels its records (in sequence order).
+   */
   private relabelResumed(batch: ProducerBatch, error: Error): void {
-    const victims = [batch]
-    for (const b of this.accumulator.deque(batch.tp)) if (b.resumed && !b.done) victims.push(b)
-    for (const b of this.sender.inFlightBatches) if (b.resumed && !b.done && b.tp === batch.tp && !victims.includes(b)) victims.push(b)
     const d = this.accumulator.deque(batch.tp)
-    const pending = victims.map((b) => ({ topic: b.tp.topic, partition: b.tp.partition, baseSequence: b.baseSequence, recordCount: b.recordCount, bytes: b.bytes!.slice() }))
+    const victims = [batch, ...d.filter((b) => b.resumed && !b.done)]
+    for (const b of this.sender.inFlightBatches) if (b.resumed && !b.done && b.tp === batch.tp && !victims.includes(b)) victims.push(b)
+    this.resumeOutcome = { ...(this.resumeOutcome ?? { mode: 'relabelled', batches: 0, records: 0 }), mode: 'relabelled', reason: error.message }
     for (const b of victims) {
       const i = d.indexOf(b)
       if (i >= 0) d.splice(i, 1)
       this.sender.failBatch(b, error, errorInfo((error as { code?: number }).code ?? -1).name, true)
     }
-    this.resumeOutcome = { ...(this.resumeOutcome ?? { mode: 'relabelled', batches: 0, records: 0 }), mode: 'relabelled', reason: error.message }
-    this.relabel(this.accumulator.core, pending, error.message)
   }
 
   /** send() without the transactional check, for records the producer itself re-sends. */

@@ -399,11 +399,21 @@ export class Sender {
 
   private succeed(batch: ProducerBatch, baseOffset: bigint, logAppendTimeMs: bigint): void {
     this.txn?.handleCompletedBatch(batch, baseOffset, this.config.clock.now())
-    this.checkpoint?.untrack(batch)
     batch.complete(baseOffset, logAppendTimeMs)
+    this.release(batch)
     this.metrics.recordSend.record(batch.recordCount)
     this.metrics.totals.recordsSent += batch.recordCount
     this.accumulator.deallocate(batch)
+  }
+
+  /**
+   * A settled batch leaves the checkpoint after its records' promise reactions ran: an application
+   * that keeps its own outbox (the Worker's SQLite rows) updates it in a plain .then() of send(), and
+   * the save that drops the batch then carries that update, never a state between the two.
+   */
+  private release(batch: ProducerBatch): void {
+    const cp = this.checkpoint
+    if (cp) queueMicrotask(() => cp.untrack(batch))
   }
 
   private canRetry(batch: ProducerBatch, pr: PartitionResponse, now: number): boolean {
@@ -448,10 +458,10 @@ export class Sender {
     this.inFlightBatches.delete(batch)
     if (this.txn?.isTransactional) this.txnHooks?.batchFailed(error)
     if (this.txn) this.txn.handleFailedBatch(batch, errorName, adjustSequences)
-    this.checkpoint?.untrack(batch)
     this.metrics.recordError.record(batch.recordCount)
     this.metrics.totals.recordErrors += batch.recordCount
     batch.fail(error, perRecord)
+    this.release(batch)
     this.accumulator.deallocate(batch)
   }
 
@@ -465,7 +475,7 @@ export class Sender {
     for (const d of this.accumulator.deques.values()) {
       for (const b of d.splice(0)) {
         b.fail(b.maybeWritten ? markDelivery(copyOf(error), true) : unsent)
-        this.checkpoint?.untrack(b)
+        this.release(b)
         this.accumulator.deallocate(b)
       }
     }
