@@ -68,6 +68,11 @@ export interface StartOptions {
   env?: Record<string, string | undefined>
   /** Written to .dev.vars in the snapshot, where `wrangler dev` reads the secrets `wrangler secret put` sets when deployed. */
   secrets?: Record<string, string>
+  /**
+   * Durable Object storage directory, kept by stop(): a second startWrangler with the same one is
+   * the same Worker restarted (objects lose memory and connections, keep their storage).
+   */
+  state?: string
 }
 
 export async function startWrangler(vars: Record<string, string>, opts: StartOptions = {}): Promise<WranglerDev> {
@@ -82,7 +87,7 @@ export async function startWrangler(vars: Record<string, string>, opts: StartOpt
   const args = ['wrangler', 'dev', '--port', String(port), '--ip', '127.0.0.1', '--inspector-port', String(await freePort())]
   for (const [k, v] of Object.entries(vars)) args.push('--var', `${k}:${v}`)
   // Durable Object state goes to a temp dir, not .wrangler/state in the tree.
-  const state = snap ? path.join(snap.dir, 'state') : mkdtempSync(path.join(os.tmpdir(), 'kafka-edge-wrangler-state-'))
+  const state = opts.state ?? (snap ? path.join(snap.dir, 'state') : mkdtempSync(path.join(os.tmpdir(), 'kafka-edge-wrangler-state-')))
   args.push('--persist-to', state)
   const child: ChildProcess = spawn('npx', args, {
     cwd: snap?.dir ?? ROOT,
@@ -102,7 +107,8 @@ export async function startWrangler(vars: Record<string, string>, opts: StartOpt
     if (!killed) { try { process.kill(-child.pid!, 'SIGKILL') } catch { /* gone */ } await exitedP }
     // workerd may outlive its parent by a moment; make sure the group is gone.
     try { process.kill(-child.pid!, 'SIGKILL') } catch { /* gone */ }
-    rmSync(snap?.dir ?? state, { recursive: true, force: true })
+    if (snap) rmSync(snap.dir, { recursive: true, force: true })
+    if (!opts.state && !snap) rmSync(state, { recursive: true, force: true })
   }
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + (opts.timeoutMs ?? 90_000)

@@ -11,7 +11,7 @@ export interface DurableObjectNamespace {
 }
 
 /** The members of a SqlStorage cursor the object uses. */
-export interface SqlCursor<T> extends Iterable<T> { toArray(): T[]; one(): T }
+export interface SqlCursor<T> extends Iterable<T> { toArray(): T[]; one(): T; readonly rowsWritten: number }
 export interface SqlStorage {
   exec<T = Record<string, SqlValue>>(query: string, ...bindings: SqlValue[]): SqlCursor<T>
 }

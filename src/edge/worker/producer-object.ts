@@ -26,6 +26,11 @@ const WAITING = 0
 const HANDED = 1
 const WAITING_MAYBE_WRITTEN = 2
 const RESUMED = 3
+/**
+ * How long an accepted event id is remembered: a client that resends a request whose 202 it never
+ * saw (a restart, a lost connection) within this window is answered 202 again and nothing is stored twice.
+ */
+export const ACCEPTED_ID_WINDOW_MS = 3_600_000
 /** Rows one produce round hands to the producer at most (bounded memory per round). */
 const ROUND = 2000
 
@@ -58,7 +63,7 @@ export class KafkaProducerObject {
   private readonly acked = new Set<number>()
   private core: Promise<Core> | null = null
   private readonly idsOfBatch = new Map<string, string[]>()
-  private readonly stats = { accepted: 0, produced: 0, rejected: 0, relabelled: 0, latencySum: 0, latencyCount: 0, rounds: 0 }
+  private readonly stats = { accepted: 0, produced: 0, rejected: 0, relabelled: 0, retriedIds: 0, latencySum: 0, latencyCount: 0, rounds: 0 }
 
   constructor(ctx: DurableObjectState, env: Env) {
     this.ctx = ctx
@@ -68,6 +73,7 @@ export class KafkaProducerObject {
       ts INTEGER NOT NULL, type TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0, accepted_at INTEGER NOT NULL)`)
     this.sql.exec('CREATE INDEX IF NOT EXISTS events_state ON events (state, seq)')
     this.sql.exec('CREATE TABLE IF NOT EXISTS producer_checkpoint (k INTEGER PRIMARY KEY CHECK (k = 0), body TEXT NOT NULL)')
+    this.sql.exec('CREATE TABLE IF NOT EXISTS accepted_ids (id TEXT PRIMARY KEY, at INTEGER NOT NULL)')
   }
 
   /** The producer's settings; override to add or change some (the checkpoint and transport are set after). */
@@ -194,6 +200,7 @@ export class KafkaProducerObject {
 
   /** The alarm produces what is stored; it runs again while rows are left (retries after failures). */
   async alarm(): Promise<void> {
+    this.sql.exec('DELETE FROM accepted_ids WHERE at < ?', Date.now() - ACCEPTED_ID_WINDOW_MS)
     await this.pump()
     const left = this.backlog()
     if (left.count > 0) await this.ctx.storage.setAlarm(Date.now() + 1000)
@@ -216,12 +223,17 @@ export class KafkaProducerObject {
         429, { 'retry-after': String(retryAfter) })
     }
     const now = Date.now()
+    let stored = 0
     this.ctx.storage.transactionSync(() => {
       for (const r of records) {
+        // An id this object accepted within the window is a client's retry: answered, not stored again.
+        if (this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id, at) VALUES (?, ?)', r.id, now).rowsWritten === 0) continue
         this.sql.exec('INSERT INTO events (id, key, value, ts, type, state, accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?)', r.id, r.key, r.value, r.timestamp, r.type, WAITING, now)
+        stored++
       }
     })
-    this.stats.accepted += records.length
+    this.stats.accepted += stored
+    this.stats.retriedIds += records.length - stored
     // Written before the answer leaves (the output gate holds it until the rows are durable).
     if (!this.pumping && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now())
     return json({ accepted: records.length, topic: this.env.TELEMETRY_TOPIC, ids: records.map((r) => r.id) }, 202)
@@ -305,7 +317,8 @@ export class KafkaProducerObject {
       producer: this.producer ? 'open' : 'idle',
       producerId: state?.producerId?.toString() ?? null,
       producerEpoch: state?.producerEpoch ?? null,
-      resumed: this.producer?.resumeOutcome?.mode ?? null,
+      // What the producer did with the checkpoint it found: none, resumed or relabelled, and how many batches.
+      resumed: this.producer?.resumeOutcome ?? null,
       connectionsOpened: this.connectionsOpened,
       backlog: backlog.count,
       // The protocol only, never the credentials: enough to tell whether a deploy picked up its config.
@@ -323,6 +336,7 @@ export class KafkaProducerObject {
       { name: 'kafka_edge_events_accepted_total', type: 'counter', help: 'events accepted (stored, or acknowledged in sync mode)', value: s.accepted },
       { name: 'kafka_edge_events_produced_total', type: 'counter', help: 'events acknowledged by Kafka', value: s.produced },
       { name: 'kafka_edge_events_rejected_total', type: 'counter', help: 'events refused with 429 (backlog full)', value: s.rejected },
+      { name: 'kafka_edge_events_retried_ids_total', type: 'counter', help: 'events whose id was accepted before (a client retry): answered, not stored', value: s.retriedIds },
       { name: 'kafka_edge_events_relabelled_total', type: 'counter', help: 'events resent with the possible-duplicate header', value: s.relabelled },
       { name: 'kafka_edge_produce_latency_seconds', type: 'summary', help: 'from accept to Kafka acknowledgement', value: s.latencySum / 1000, count: s.latencyCount },
       { name: 'kafka_edge_connections_opened_total', type: 'counter', help: 'broker connections opened', value: this.connectionsOpened },
