@@ -23,6 +23,8 @@ export function freePort(): Promise<number> {
 export interface WranglerDev {
   url: string
   port: number
+  /** The process group of npx, wrangler, esbuild and workerd (the group leader's pid). */
+  pgid: number
   /** stdout + stderr so far (for failure messages). */
   log(): string
   stop(): Promise<void>
@@ -73,10 +75,12 @@ export interface StartOptions {
    * the same Worker restarted (objects lose memory and connections, keep their storage).
    */
   state?: string
+  /** Run this directory's own wrangler.toml instead of the repository's Worker (no snapshot). */
+  project?: string
 }
 
 export async function startWrangler(vars: Record<string, string>, opts: StartOptions = {}): Promise<WranglerDev> {
-  const snap = opts.snapshot === false ? null : snapshotWorker()
+  const snap = opts.snapshot === false || opts.project ? null : snapshotWorker()
   if (opts.secrets) {
     if (!snap) throw new Error('startWrangler: secrets need the snapshot (a .dev.vars in the tree would be picked up by every wrangler dev)')
     writeFileSync(path.join(snap.dir, '.dev.vars'), Object.entries(opts.secrets).map(([k, v]) => `${k}=${JSON.stringify(v)}\n`).join(''))
@@ -90,7 +94,7 @@ export async function startWrangler(vars: Record<string, string>, opts: StartOpt
   const state = opts.state ?? (snap ? path.join(snap.dir, 'state') : mkdtempSync(path.join(os.tmpdir(), 'kafka-edge-wrangler-state-')))
   args.push('--persist-to', state)
   const child: ChildProcess = spawn('npx', args, {
-    cwd: snap?.dir ?? ROOT,
+    cwd: snap?.dir ?? opts.project ?? ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group: stop() ends npx, wrangler, esbuild and workerd together
@@ -121,5 +125,5 @@ export async function startWrangler(vars: Record<string, string>, opts: StartOpt
     if (Date.now() > deadline) { await stop(); throw new Error(`wrangler dev not ready within ${opts.timeoutMs ?? 90_000} ms:\n${out}`) }
     await new Promise((r) => setTimeout(r, 300))
   }
-  return { url, port, log: () => out, stop }
+  return { url, port, pgid: child.pid!, log: () => out, stop }
 }

@@ -47,7 +47,9 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
   const app = new Hono<{ Bindings: Env }>()
   const cfg = (env: Env) => {
     const ns = (env as unknown as Record<string, DurableObjectNamespace | undefined>)[options.binding ?? 'PRODUCER']
-    if (!ns || typeof ns.idFromName !== 'function') throw new Error(`no Durable Object binding ${options.binding ?? 'PRODUCER'}: bind the KafkaProducerObject class in wrangler.toml`)
+    if (!ns || typeof ns.idFromName !== 'function') {
+      throw new Error(`no Durable Object binding ${options.binding ?? 'PRODUCER'}: bind the KafkaProducerObject class in wrangler.toml`)
+    }
     const shards = options.shards ?? envInt(env.SHARDS, 1)
     const locationHint = options.locationHint ?? (env.LOCATION_HINT?.trim() || undefined)
     const mode = options.mode ?? (env.ACCEPT_MODE?.trim().toLowerCase() === 'sync' ? 'sync' : 'durable')
@@ -97,7 +99,8 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     }
     if (worst !== 202) {
       body.error = answers.find((a) => a.status === worst)!.body.error
-      body.refused = answers.filter((a) => a.status !== 202).flatMap((a) => (a.body.ids as string[] | undefined) ?? (a.body.failed as Array<{ id: string }> | undefined)?.map((f) => f.id) ?? [])
+      const refusedIds = (a: (typeof answers)[number]) => (a.body.ids as string[] | undefined) ?? (a.body.failed as Array<{ id: string }> | undefined)?.map((f) => f.id) ?? []
+      body.refused = answers.filter((a) => a.status !== 202).flatMap(refusedIds)
     }
     const retryAfter = answers.map((a) => Number(a.retryAfter ?? 0)).reduce((m, x) => Math.max(m, x), 0)
     return new Response(JSON.stringify(body), { status: worst, headers: { 'content-type': 'application/json', ...(retryAfter > 0 ? { 'retry-after': String(retryAfter) } : {}) } })
@@ -105,7 +108,9 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
 
   app.get('/healthz', async (c) => {
     const { shards, mode, stub } = cfg(c.env)
-    const status = await Promise.all(Array.from({ length: shards }, async (_, i) => (await stub(i).fetch('https://producer/status')).json() as Promise<Record<string, unknown>>))
+    const status = await Promise.all(Array.from({ length: shards }, async (_, i) => {
+      return (await stub(i).fetch('https://producer/status')).json() as Promise<Record<string, unknown>>
+    }))
     // One shard: its fields at the top level too (what single-object deployments read).
     return c.json({ ok: true, topic: c.env.TELEMETRY_TOPIC, mode, shards: status, ...(shards === 1 ? status[0] : {}) })
   })

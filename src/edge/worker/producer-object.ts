@@ -76,7 +76,10 @@ export class KafkaProducerObject {
     this.sql.exec('CREATE TABLE IF NOT EXISTS accepted_ids (id TEXT PRIMARY KEY, at INTEGER NOT NULL)')
   }
 
-  /** The producer's settings; override to add or change some (the checkpoint and transport are set after). */
+  /**
+   * The producer's settings; override to add or change some. A `transport` here replaces
+   * cloudflareSockets() (e.g. websocket() to the relay); the checkpoint and the core are always the object's.
+   */
   protected producerSettings(): ProducerSettings {
     return {
       'bootstrap.servers': this.env.KAFKA_BOOTSTRAP,
@@ -104,10 +107,11 @@ export class KafkaProducerObject {
     this.starting = (async () => {
       // A fatal producer leaves its identity in the checkpoint; the next one takes it over.
       if (old) await old.close({ timeoutMs: 0 }).catch(() => {})
+      const settings = this.producerSettings()
       const p = createProducer({
-        ...this.producerSettings(),
+        ...settings,
         // cloudflare:sockets is imported on first use (workerd resolves it); no bundler config needed.
-        transport: countingOpens(cloudflareSockets(), () => { this.connectionsOpened++ }),
+        transport: countingOpens(settings.transport ?? cloudflareSockets(), () => { this.connectionsOpened++ }),
         // workerd refuses to compile WASM from bytes at runtime: hand over the module wrangler compiled.
         wasm: coreModule,
         checkpoint: this.checkpointStore(),
