@@ -15,8 +15,8 @@ export default [
     // which load transactions, SASL/SCRAM and AWS_MSK_IAM eagerly (see CONTRIBUTING.md, "Size").
     // Until they load on demand this ceiling only stops growth (raised from 43.5 kB when the debug/logger
     // setting, the error policy and later producer fixes measured 43.8 kB; then to 47.3 kB for the
-    // resumable producer: checkpoint.ts, DescribeProducers and the resume path, about 3.4 kB gzip).
-    limit: '47.3 kB',
+    // resumable producer: checkpoint.ts, DescribeProducers and the resume path, about 3.5 kB gzip).
+    limit: '47.4 kB',
   },
   {
     name: 'analytics SDK JS (kafka-edge/browser: createAnalytics, producer included)',
@@ -25,7 +25,7 @@ export default [
     gzip: true,
     modifyEsbuildConfig: esm,
     // Issue #13 asks for 12 kB; the SDK's own code is about 3 kB of it, the rest is the producer above.
-    limit: '50.1 kB',
+    limit: '50.2 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',
