@@ -3,7 +3,7 @@
 // The telemetry Worker under `wrangler dev` (real workerd) against real Kafka 4.4:
 //   1. the exactly-once harness at full size (test/e2e/worker-load.ts): 100,000 events from 50
 //      clients over 4 shards, the wrangler dev process restarted and a broker killed meanwhile;
-//   2. per request, sequential 100-event POSTs: time to the answer (p50/p99) and workerd CPU per
+//   2. per request, sequential 100-event (and 1-event) POSTs: time to the answer (p50/p99) and workerd CPU per
 //      request (utime+stime of the workerd processes, from /proc, over all requests until the backlog
 //      drained, so the object's produce work is included), for kafka-edge durable, kafka-edge sync,
 //      and a Worker using kafkajs under nodejs_compat (connect, send, disconnect per request: a Worker
@@ -44,8 +44,8 @@ const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Ma
 
 interface PerRequest { impl: string; requests: number; p50Ms: number; p99Ms: number; cpuMsPerRequest: number; error?: string }
 
-async function perRequest(impl: string, dev: WranglerDev, path: string, requests: number, drained: () => Promise<boolean>): Promise<PerRequest> {
-  const body = (r: number) => JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ type: 'bench', id: `${impl}-${r}-${i}`, key: `user-${i % 20}`, data: { r, i, path: '/some/page' } })))
+async function perRequest(impl: string, dev: WranglerDev, path: string, requests: number, drained: () => Promise<boolean>, events = 100): Promise<PerRequest> {
+  const body = (r: number) => JSON.stringify(Array.from({ length: events }, (_, i) => ({ type: 'bench', id: `${impl}-${events}-${r}-${i}`, key: `user-${i % 20}`, data: { r, i, path: '/some/page' } })))
   const post = (r: number) => fetch(`${dev.url}${path}`, { method: 'POST', body: body(r), headers: { 'content-type': 'application/json' } })
   const ok = (status: number) => status === 202 || status === 200 || (path === '/no-such-route' && status === 404)
   for (let r = 0; r < 20; r++) { const res = await post(-1 - r); await res.arrayBuffer(); if (!ok(res.status)) throw new Error(`${impl}: ${res.status}`) }
@@ -127,6 +127,10 @@ export default async function main(args: string[]): Promise<void> {
           console.log(JSON.stringify(base))
           results.push({ impl: base.impl, metric: 'workerd CPU per 100-event POST', unit: 'ms', value: base.cpuMsPerRequest })
         }
+        // A 1-event POST: the part of the cost that does not grow with the events.
+        const one = await perRequest(`kafka-edge-${mode}`, dev, '/events', requests, backlogEmpty(dev), 1)
+        console.log(JSON.stringify({ ...one, events: 1 }))
+        results.push({ impl: one.impl, metric: 'workerd CPU per 1-event POST', unit: 'ms', value: one.cpuMsPerRequest })
         results.push({ impl: r.impl, metric: 'workerd CPU per 100-event POST', unit: 'ms', value: r.cpuMsPerRequest })
         results.push({ impl: r.impl, metric: 'time to answer p50', unit: 'ms', value: r.p50Ms })
         results.push({ impl: r.impl, metric: 'time to answer p99', unit: 'ms', value: r.p99Ms })

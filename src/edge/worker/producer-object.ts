@@ -64,6 +64,7 @@ export class KafkaProducerObject {
   private core: Promise<Core> | null = null
   private readonly idsOfBatch = new Map<string, string[]>()
   private readonly startedMs = Date.now()
+  private prunedMs = 0
   private readonly stats = { accepted: 0, produced: 0, rejected: 0, relabelled: 0, retriedIds: 0, latencySum: 0, latencyCount: 0, rounds: 0 }
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -75,6 +76,7 @@ export class KafkaProducerObject {
     this.sql.exec('CREATE INDEX IF NOT EXISTS events_state ON events (state, seq)')
     this.sql.exec('CREATE TABLE IF NOT EXISTS producer_checkpoint (k INTEGER PRIMARY KEY CHECK (k = 0), body TEXT NOT NULL)')
     this.sql.exec('CREATE TABLE IF NOT EXISTS accepted_ids (id TEXT PRIMARY KEY, at INTEGER NOT NULL)')
+    this.sql.exec('CREATE INDEX IF NOT EXISTS accepted_ids_at ON accepted_ids (at)')
   }
 
   /**
@@ -206,7 +208,10 @@ export class KafkaProducerObject {
 
   /** The alarm produces what is stored; it runs again while rows are left (retries after failures). */
   async alarm(): Promise<void> {
-    this.sql.exec('DELETE FROM accepted_ids WHERE at < ?', Date.now() - ACCEPTED_ID_WINDOW_MS)
+    if (Date.now() - this.prunedMs > 60_000) {
+      this.prunedMs = Date.now()
+      this.sql.exec('DELETE FROM accepted_ids WHERE at < ?', this.prunedMs - ACCEPTED_ID_WINDOW_MS)
+    }
     await this.pump()
     const left = this.backlog()
     if (left.count > 0) await this.ctx.storage.setAlarm(Date.now() + 1000)
