@@ -119,7 +119,13 @@ export class KafkaProducerObject {
         wasm: coreModule,
         checkpoint: this.checkpointStore(),
       })
-      await p.connect()
+      try {
+        await p.connect()
+      } catch (e) {
+        // Nothing was sent (connect takes over the checkpoint before any send): the next attempt starts afresh.
+        await p.close({ timeoutMs: 0 }).catch(() => {})
+        throw e
+      }
       this.producer = p
       return p
     })().finally(() => { this.starting = null })
@@ -208,6 +214,15 @@ export class KafkaProducerObject {
 
   /** The alarm produces what is stored; it runs again while rows are left (retries after failures). */
   async alarm(): Promise<void> {
+    try {
+      await this.alarmRound()
+    } catch {
+      // Kafka unreachable, a refused login: the rows stay, and the next alarm tries again.
+      await this.ctx.storage.setAlarm(Date.now() + 5000)
+    }
+  }
+
+  private async alarmRound(): Promise<void> {
     if (Date.now() - this.prunedMs > 60_000) {
       this.prunedMs = Date.now()
       this.sql.exec('DELETE FROM accepted_ids WHERE at < ?', this.prunedMs - ACCEPTED_ID_WINDOW_MS)
@@ -310,10 +325,17 @@ export class KafkaProducerObject {
 
   /** sync mode: answered once Kafka acknowledged every event. */
   private async produceNow(records: TelemetryRecord[]): Promise<Response> {
-    const producer = await this.getProducer()
     const topic = this.env.TELEMETRY_TOPIC
     const started = Date.now()
-    const settled = await Promise.allSettled(records.map((r) => this.send(producer, r)))
+    let settled: Array<PromiseSettledResult<{ partition: number; offset: bigint }>>
+    try {
+      const producer = await this.getProducer()
+      settled = await Promise.allSettled(records.map((r) => this.send(producer, r)))
+    } catch (e) {
+      // The producer could not connect (TLS, SASL, no broker): none of the events was sent.
+      const reason = Object.assign(e as Error, { mayHaveBeenWritten: (e as { mayHaveBeenWritten?: boolean }).mayHaveBeenWritten ?? false })
+      settled = records.map(() => ({ status: 'rejected', reason }))
+    }
     const produced: ProducedEvent[] = []
     const failed: FailedEvent[] = []
     settled.forEach((s, i) => {
