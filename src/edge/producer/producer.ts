@@ -622,13 +622,15 @@ export class Producer {
     const timeoutMs = opts.timeoutMs ?? Infinity
     if (this.core) {
       this.accumulator.closed = true
-      const done = this.flush()
+      const cp = this.checkpointer
+      // The acknowledged batches leave the checkpoint before close() returns (their removal save may be waiting).
+      const done = this.flush().then(() => cp?.persist())
       if (Number.isFinite(timeoutMs)) {
         await Promise.race([done, new Promise((r) => this.config.clock.setTimeout(r as () => void, timeoutMs))])
-      } else await done
+      } else await done.catch(() => {})
       const err = markDelivery(new ClosedError('the producer was closed before the record was acknowledged'), true)
       // What close() gives up on stays in the checkpoint: the next producer resends it as it was.
-      if (this.checkpointer) this.checkpointer.frozen = true
+      if (cp) cp.frozen = true
       this.accumulator.abortUndrained(err)
       for (const b of this.sender.inFlightBatches) this.sender.failBatch(b, err, null, false)
       this.pool.failWaiters(err)

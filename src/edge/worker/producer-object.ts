@@ -62,6 +62,10 @@ export class KafkaProducerObject {
   /** Rows acknowledged since the last checkpoint save: deleted by that save, in its transaction. */
   private readonly acked = new Set<number>()
   private core: Promise<Core> | null = null
+  /** Rows the loaded checkpoint's batches hold remain (then saves read event ids out of the batches). */
+  private resumedRows = false
+  /** Each checkpointed batch is base64-encoded once, not at every save that holds it. */
+  private readonly base64 = new WeakMap<Uint8Array, string>()
   private readonly idsOfBatch = new Map<string, string[]>()
   private readonly startedMs = Date.now()
   private prunedMs = 0
@@ -176,20 +180,27 @@ export class KafkaProducerObject {
           for (const r of this.sql.exec<{ seq: number; id: string; state: number }>('SELECT seq, id, state FROM events WHERE state <> ?', WAITING)) {
             const next = ids.has(r.id) ? RESUMED : r.state === HANDED || r.state === RESUMED ? WAITING : r.state
             if (next !== r.state) this.sql.exec('UPDATE events SET state = ? WHERE seq = ?', next, r.seq)
+            if (next === RESUMED) this.resumedRows = true
           }
         })
         return cp
       },
       save: async (cp: ProducerCheckpoint) => {
-        const ids = await this.pendingIds(cp.pending)
-        const body = checkpointToJson(cp)
+        // Reading event ids out of the batches is needed only while rows taken over at start remain.
+        const ids = this.resumedRows ? await this.pendingIds(cp.pending) : null
+        const body = checkpointToJson(cp, this.base64)
         this.ctx.storage.transactionSync(() => {
           this.sql.exec('INSERT OR REPLACE INTO producer_checkpoint (k, body) VALUES (0, ?)', body)
           // One statement per save, not one per event: each exec costs workerd CPU.
           if (this.acked.size > 0) this.deleteRows(JSON.stringify([...this.acked]))
           // Taken over from the checkpoint and no longer in it: in the log (or relabelled, then in the new batches).
-          for (const r of this.sql.exec<{ seq: number; id: string }>('SELECT seq, id FROM events WHERE state = ?', RESUMED)) {
-            if (!ids.has(r.id)) this.deleteRows(JSON.stringify([r.seq]))
+          if (ids) {
+            let left = 0
+            for (const r of this.sql.exec<{ seq: number; id: string }>('SELECT seq, id FROM events WHERE state = ?', RESUMED)) {
+              if (!ids.has(r.id)) this.deleteRows(JSON.stringify([r.seq]))
+              else left++
+            }
+            this.resumedRows = left > 0
           }
         })
         this.acked.clear()

@@ -44,8 +44,13 @@ export function countingOpens(inner: Transport, onOpen: () => void): Transport {
 }
 
 /** A checkpoint as JSON for the object's SQLite (batches as base64; producer id already decimal text). */
-export function checkpointToJson(cp: ProducerCheckpoint): string {
-  return JSON.stringify({ ...cp, pending: cp.pending.map((p) => ({ ...p, bytes: toBase64(p.bytes) })) })
+export function checkpointToJson(cp: ProducerCheckpoint, cache?: WeakMap<Uint8Array, string>): string {
+  const encode = (b: Uint8Array) => {
+    let s = cache?.get(b)
+    if (s === undefined) { s = toBase64(b); cache?.set(b, s) }
+    return s
+  }
+  return JSON.stringify({ ...cp, pending: cp.pending.map((p) => ({ ...p, bytes: encode(p.bytes) })) })
 }
 
 export function checkpointFromJson(text: string): ProducerCheckpoint {
