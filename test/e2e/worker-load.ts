@@ -109,6 +109,7 @@ export async function runWorkerLoad(cluster: Cluster, o: LoadOptions): Promise<L
     }
   }
 
+  let brokerBack: Promise<void> = Promise.resolve()
   const faultScript = (async () => {
     let restarted = o.restartAt === undefined
     let killed = o.killBrokerAt === undefined
@@ -129,7 +130,7 @@ export async function runWorkerLoad(cluster: Cluster, o: LoadOptions): Promise<L
         faults.push(`broker ${leader} killed at ${accepted.size} accepted`)
         log(faults.at(-1)!)
         await killNode(cluster, leader)
-        void sleep(o.brokerDownMs ?? 5000).then(async () => {
+        brokerBack = sleep(o.brokerDownMs ?? 5000).then(async () => {
           await restartNode(cluster, leader)
           faults.push(`broker ${leader} restarted`)
           log(faults.at(-1)!)
@@ -150,6 +151,8 @@ export async function runWorkerLoad(cluster: Cluster, o: LoadOptions): Promise<L
       await sleep(500)
     }
     const drainSeconds = (Date.now() - drainStart) / 1000
+    // The cluster is whole again before it is read (and before a caller stops it).
+    await brokerBack
     const health = await (await fetch(`${url}/healthz`)).json() as { shards: Array<{ resumed: LoadResult['resumed'][number] }> }
     const records = await readTopic(cluster, topic, { expected: accepted.size, isolation: 'read_uncommitted', timeoutMs: 120_000 })
     const seen = new Map<string, number>()
