@@ -18,6 +18,29 @@ import { runWorkerLoad, type LoadResult } from '../test/e2e/worker-load.js'
 import { startWrangler, type WranglerDev } from '../test/e2e/wrangler.js'
 import { ensurePeers, PEERS_DIR, ROOT } from './peers.js'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
+import { telemetryApp } from '../src/edge/worker/app.js'
+import type { DurableObjectNamespace, Env } from '../src/edge/worker/env.js'
+
+/**
+ * The app's own share of a 100-event POST (what the Worker isolate does: routing, reading and
+ * validating the body, the fan-out to the objects), in V8 under Node with the objects answering
+ * 202 at once: a lower bound for the Worker's CPU that workerd's process-wide figure cannot separate.
+ */
+async function handlerCpu(requests: number): Promise<number> {
+  const ns: DurableObjectNamespace = {
+    idFromName: (n) => n,
+    get: () => ({ fetch: async () => new Response('{"accepted":100,"ids":[]}', { status: 202 }) }),
+  }
+  const app = telemetryApp({ shards: 4 })
+  const env = { PRODUCER: ns, KAFKA_BOOTSTRAP: 'b:1', TELEMETRY_TOPIC: 't' } as Env
+  const body = (r: number) => JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ type: 'bench', id: `h-${r}-${i}`, key: `user-${i % 20}`, data: { r, i, path: '/some/page' } })))
+  const post = (r: number) => app.request('/events', { method: 'POST', body: body(r), headers: { 'content-type': 'application/json' } }, env)
+  for (let r = 0; r < 200; r++) await (await post(r)).arrayBuffer()
+  const c0 = process.cpuUsage()
+  for (let r = 0; r < requests; r++) await (await post(r)).arrayBuffer()
+  const c = process.cpuUsage(c0)
+  return (c.user + c.system) / 1000 / requests
+}
 
 const arg = (args: string[], name: string, d: number) => {
   const i = args.indexOf(`--${name}`)
@@ -109,6 +132,10 @@ export default async function main(args: string[]): Promise<void> {
   const requests = arg(args, 'requests', 200)
   const skipLoad = args.includes('--skip-load')
   const results: BenchResult[] = []
+  const handler = await handlerCpu(2000)
+  console.log(`app handler, 100-event POST, Node V8, objects stubbed: ${handler.toFixed(3)} ms CPU`)
+  results.push({ impl: 'kafka-edge app handler (V8 in Node, objects stubbed)', metric: 'CPU per 100-event POST', unit: 'ms', value: handler })
+  if (args.includes('--handler-only')) { printTable(results, results[0]!.impl); return }
   const notes: Record<string, unknown> = {}
   const single: Cluster = await ensureCluster({ name: 'bench-worker' })
   try {
