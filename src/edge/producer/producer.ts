@@ -228,7 +228,10 @@ export class Producer {
         const batches = [...cp.pending].sort(pendingOrder).map((p) => {
           const id = batchIdentity(p.bytes)
           const stamp = { producerId: id.producerId, producerEpoch: id.epoch, baseSequence: id.baseSequence, transactional: false }
-          return ProducerBatch.resumed(this.topicPartition(p.topic, p.partition), p.bytes, stamp, id.recordCount, now)
+          // Failed for any reason (delivery timeout, a refusal of the resumed state), its records go
+          // out again labelled: records in a loaded checkpoint leave it only once in the log.
+          const onFail = (e: Error) => { if (!this.closed) this.relabel(core, [p], e.message) }
+          return ProducerBatch.resumed(this.topicPartition(p.topic, p.partition), p.bytes, stamp, id.recordCount, now, onFail)
         })
         this.idempotence!.resume(pe, cp.nextSequence.map((n) => ({ tp: this.topicPartition(n.topic, n.partition), next: n.next })), batches)
         for (const b of [...batches].reverse()) {
@@ -327,20 +330,20 @@ export class Producer {
     })
   }
 
-  /** A resumed batch refused for its producer state: it and its partition's other resumed batches go out again labelled. */
+  /**
+   * A resumed batch refused for its producer state: it and its partition's other resumed batches
+   * fail, and each one's failure relabels its records (in sequence order).
+   */
   private relabelResumed(batch: ProducerBatch, error: Error): void {
-    const victims = [batch]
-    for (const b of this.accumulator.deque(batch.tp)) if (b.resumed && !b.done) victims.push(b)
-    for (const b of this.sender.inFlightBatches) if (b.resumed && !b.done && b.tp === batch.tp && !victims.includes(b)) victims.push(b)
     const d = this.accumulator.deque(batch.tp)
-    const pending = victims.map((b) => ({ topic: b.tp.topic, partition: b.tp.partition, baseSequence: b.baseSequence, recordCount: b.recordCount, bytes: b.bytes!.slice() }))
+    const victims = [batch, ...d.filter((b) => b.resumed && !b.done)]
+    for (const b of this.sender.inFlightBatches) if (b.resumed && !b.done && b.tp === batch.tp && !victims.includes(b)) victims.push(b)
+    this.resumeOutcome = { ...(this.resumeOutcome ?? { mode: 'relabelled', batches: 0, records: 0 }), mode: 'relabelled', reason: error.message }
     for (const b of victims) {
       const i = d.indexOf(b)
       if (i >= 0) d.splice(i, 1)
       this.sender.failBatch(b, error, errorInfo((error as { code?: number }).code ?? -1).name, true)
     }
-    this.resumeOutcome = { ...(this.resumeOutcome ?? { mode: 'relabelled', batches: 0, records: 0 }), mode: 'relabelled', reason: error.message }
-    this.relabel(this.accumulator.core, pending, error.message)
   }
 
   /** send() without the transactional check, for records the producer itself re-sends. */
@@ -618,13 +621,15 @@ export class Producer {
     const timeoutMs = opts.timeoutMs ?? Infinity
     if (this.core) {
       this.accumulator.closed = true
-      const done = this.flush()
+      const cp = this.checkpointer
+      // The acknowledged batches leave the checkpoint before close() returns (their removal save may be waiting).
+      const done = this.flush().then(() => cp?.persist())
       if (Number.isFinite(timeoutMs)) {
         await Promise.race([done, new Promise((r) => this.config.clock.setTimeout(r as () => void, timeoutMs))])
-      } else await done
+      } else await done.catch(() => {})
       const err = markDelivery(new ClosedError('the producer was closed before the record was acknowledged'), true)
       // What close() gives up on stays in the checkpoint: the next producer resends it as it was.
-      if (this.checkpointer) this.checkpointer.frozen = true
+      if (cp) cp.frozen = true
       this.accumulator.failQueued(() => err)
       for (const b of this.sender.inFlightBatches) this.sender.failBatch(b, err, null, false)
       this.pool.failWaiters(err)

@@ -416,11 +416,21 @@ export class Sender {
 
   private succeed(batch: ProducerBatch, baseOffset: bigint, logAppendTimeMs: bigint): void {
     this.idempotence?.handleCompletedBatch(batch, baseOffset, this.config.clock.now())
-    this.checkpoint?.untrack(batch)
     batch.complete(baseOffset, logAppendTimeMs)
+    this.release(batch)
     this.metrics.recordSend.record(batch.recordCount)
     this.metrics.totals.recordsSent += batch.recordCount
     this.accumulator.deallocate(batch)
+  }
+
+  /**
+   * A settled batch leaves the checkpoint after its records' promise reactions ran: an application
+   * that keeps its own outbox (the Worker's SQLite rows) updates it in a plain .then() of send(), and
+   * the save that drops the batch then carries that update, never a state between the two.
+   */
+  private release(batch: ProducerBatch): void {
+    const cp = this.checkpoint
+    if (cp) queueMicrotask(() => cp.untrack(batch))
   }
 
   private canRetry(batch: ProducerBatch, pr: PartitionResponse, now: number): boolean {
@@ -465,10 +475,10 @@ export class Sender {
     this.inFlightBatches.delete(batch)
     if (this.idempotence?.isTransactional) this.txnHooks?.batchFailed(error)
     if (this.idempotence) this.idempotence.handleFailedBatch(batch, errorName, adjustSequences)
-    this.checkpoint?.untrack(batch)
     this.metrics.recordError.record(batch.recordCount)
     this.metrics.totals.recordErrors += batch.recordCount
     batch.fail(error, perRecord)
+    this.release(batch)
     this.accumulator.deallocate(batch)
   }
 
@@ -479,10 +489,7 @@ export class Sender {
    */
   failAll(error: Error): void {
     const unsent = markDelivery(error, false)
-    this.accumulator.failQueued((b) => {
-      this.checkpoint?.untrack(b)
-      return b.maybeWritten ? markDelivery(copyOf(error), true) : unsent
-    })
+    this.accumulator.failQueued((b) => (b.maybeWritten ? markDelivery(copyOf(error), true) : unsent), (b) => this.release(b))
   }
 
   close(): void {
