@@ -17,7 +17,8 @@ export default [
     // setting, the error policy and later producer fixes measured 43.8 kB; then to 47.3 kB for the
     // resumable producer: checkpoint.ts, DescribeProducers and the resume path, about 3.4 kB gzip; then
     // to 47.6 kB for the observer setting and the idempotence manager's checked transitions; then to
-    // 48 kB for the relay's producer-id tickets in the WebSocket transport).
+    // 48 kB for the relay's producer-id tickets in the WebSocket transport. Transactions and SASL now
+    // load through producer/install.ts, which this entry imports: measured 47.9 kB).
     limit: '48 kB',
   },
   {
@@ -26,8 +27,11 @@ export default [
     import: '{ createAnalytics }',
     gzip: true,
     modifyEsbuildConfig: esm,
-    // Issue #13 asks for 12 kB; the SDK's own code is about 3 kB of it, the rest is the producer above.
-    limit: '50.7 kB',
+    // Issue #15 asks for 12 kB. This entry imports the producer without producer/install.ts, so
+    // transactions and SASL stay out; the idempotent path
+    // that remains (producer, sender, accumulator, config, error table, client, protocol, WASM loader)
+    // is about 38.5 kB of it, the SDK (analytics.ts, outbox.ts) about 3.5 kB. Measured 42.1 kB.
+    limit: '42.1 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',

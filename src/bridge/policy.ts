@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer'
 import {
-  AddOffsetsToTxn, AddPartitionsToTxn, API_NAMES, ApiVersions, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce,
+  AddOffsetsToTxn, AddPartitionsToTxn, API_NAMES, ApiVersions, DescribeProducers, EndTxn, FindCoordinator, InitProducerId, Metadata, Produce,
   Reader, TxnOffsetCommit, type ApiSchema,
 } from '../edge/protocol/index.js'
 import { CloseCode } from './codes.js'
@@ -57,11 +57,14 @@ export type Verdict =
 /**
  * The API firewall: the producer's APIs only, in the versions this codec parses (a version the relay
  * cannot parse is a version whose topic names it cannot check). Everything else, SASL from clients
- * included, is refused: the relay authenticates to the brokers itself.
+ * included, is refused: the relay authenticates to the brokers itself. DescribeProducers (for the
+ * topics the token grants) is how a resumed producer learns whether the broker still knows it
+ * (producer.id.expiration.ms); its answer lists producer ids and sequences of those partitions,
+ * which the producer-id bindings make useless to anyone but their owner.
  */
-const ALLOWED = new Map<number, ApiSchema>(
-  [Produce, Metadata, FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, ApiVersions].map((a) => [a.key, a]),
-)
+const ALLOWED = new Map<number, ApiSchema>([
+  Produce, Metadata, FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, ApiVersions, DescribeProducers,
+].map((a) => [a.key, a]))
 
 const refuse = (code: number, reason: string, metric: string): Verdict => ({ ok: false, code, reason, metric })
 const forbidden = (reason: string, metric: string) => refuse(CloseCode.FORBIDDEN, reason, metric)

@@ -24,6 +24,9 @@ export const SUBPROTOCOL = 'kafka-edge.v1'
 export const BEARER_PREFIX = 'kafka-edge.bearer.'
 /** Offered by clients that read producer-id tickets (text messages); see docs/relay.md. */
 export const TICKETS_SUBPROTOCOL = 'kafka-edge.tickets.v1'
+/** The browsers' keepalive budget (fetch keepalive / sendBeacon), plus the beacon's JSON line. */
+const BEACON_MAX_BYTES = 64 * 1024 + 4096
+
 /** A saved producer-id ticket presented at the upgrade: `kafka-edge.ticket.<ticket>`. */
 export const TICKET_PREFIX = 'kafka-edge.ticket.'
 /** How large a message may grow while it arrives before it needs a share of the relay-wide parse budget. */
@@ -290,6 +293,7 @@ class Relay implements Bridge {
 
   private async http(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
+      if (req.method === 'POST' && (req.url ?? '').split('?')[0] === `${this.cfg.path}/beacon`) return await this.beacon(req, res)
       const headers = new Headers()
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v)
       const response = await this.app.fetch(new Request(`http://relay${req.url ?? '/'}`, { method: req.method, headers }))
@@ -302,6 +306,83 @@ class Relay implements Bridge {
       this.log.error('http_error', { error: String(e) })
       if (!res.headersSent) res.writeHead(500)
       res.end()
+    }
+  }
+
+  /**
+   * A page's last Produce, sent with fetch({ keepalive: true }) while it goes away (docs/relay.md,
+   * "Page-hide beacon"). Body: one line of JSON `{"token", "ticket"?, "broker"?}`, a newline, then
+   * one size-prefixed Produce request frame, 64 KiB at most (the browsers' keepalive budget). The
+   * checks are the WebSocket path's: Origin, token, ticket, then inspectRequest with this
+   * principal's producer-id bindings; only Produce passes. The answer is the broker's Produce
+   * response frame (the page is usually gone; a test reads it).
+   */
+  private async beacon(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const origin = req.headers.origin
+    const reply = (status: number, body: string | Buffer, reason: string | null): void => {
+      if (reason) { this.metrics.inc(M.rejects, { reason: `beacon_${reason}` }); this.log.info('beacon_rejected', { status, reason: String(body).slice(0, 120) }) }
+      res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream', ...(origin && this.originAllowed(origin) ? { 'access-control-allow-origin': origin, vary: 'Origin' } : {}) })
+      res.end(body)
+    }
+    if (!this.originAllowed(origin)) return reply(403, origin === undefined ? 'a request without Origin is not allowed' : `Origin ${origin} is not allowed`, 'origin')
+    const tooLarge = () => { res.setHeader('connection', 'close'); reply(413, `a beacon carries at most ${BEACON_MAX_BYTES} bytes`, 'too_large') }
+    if (Number(req.headers['content-length'] ?? 0) > BEACON_MAX_BYTES) { req.resume(); return tooLarge() }
+    const chunks: Buffer[] = []
+    let size = 0
+    for await (const c of req as AsyncIterable<Buffer>) {
+      size += c.length
+      if (size > BEACON_MAX_BYTES) { req.resume(); return tooLarge() }
+      chunks.push(c)
+    }
+    const body = Buffer.concat(chunks)
+    const nl = body.indexOf(10)
+    let head: { token?: unknown; ticket?: unknown; broker?: unknown }
+    try { head = JSON.parse(body.subarray(0, nl < 0 ? 0 : nl).toString('utf8')) as typeof head } catch { return reply(400, 'a beacon starts with one line of JSON: {"token", "ticket"?, "broker"?}', 'bad_frame') }
+    const frame = body.subarray(nl + 1)
+    const bad = checkMessage(frame)
+    if (bad) return reply(400, bad, 'bad_frame')
+    const auth = typeof head.token === 'string' ? await this.authn.verify(head.token) : { ok: false as const, expired: false, reason: 'no token' }
+    if (!auth.ok) return reply(401, auth.expired ? 'token expired' : `authentication failed: ${auth.reason}`, auth.expired ? 'token_expired' : 'unauthenticated')
+    const principal = auth.claims.sub
+    const grants = grantsFor(auth.claims)
+    if (typeof head.ticket === 'string') {
+      const v = this.tickets.verify(head.ticket, Date.now() / 1000)
+      const refusal = !v.ok ? v.reason : v.ticket.sub !== principal ? 'producer-id ticket was issued to another principal'
+        : v.ticket.txn !== null && !grants.transactionalId(v.ticket.txn) ? 'producer-id ticket names a transactional id this token does not allow' : null
+      this.metrics.inc('kafka_edge_bridge_producer_id_tickets_total', { event: refusal === null ? 'accepted' : 'refused' })
+      if (refusal !== null || !v.ok) return reply(403, refusal ?? 'producer-id ticket refused', 'producer_id_ticket')
+      this.bindings.bind(principal, v.ticket.pid, v.ticket.epoch)
+    }
+    const ctx: RequestContext = {
+      grants, maxNamesPerRequest: this.cfg.limits.maxNamesPerRequest,
+      ownsProducerId: (pid) => this.bindings.holds(principal, pid),
+      admitInitProducerId: () => false,
+    }
+    const verdict = inspectRequest(frame.subarray(4), ctx)
+    if (!verdict.ok) return reply(403, verdict.reason, verdict.metric)
+    if (verdict.apiKey !== Produce.key || !verdict.expectResponse) return reply(403, 'a beacon carries one Produce request with acks 1 or -1', 'api')
+    const dest = await this.destinations.resolve(typeof head.broker === 'string' ? head.broker : null)
+    if (!dest.ok) return reply(403, dest.reason, 'destination')
+    let up: Awaited<ReturnType<typeof openUpstream>>
+    try {
+      up = await this.open(dest.target, this.cfg, this.cfg.limits.upstreamTimeoutMs, this.cfg.limits.maxResponseFrameBytes)
+    } catch (e) {
+      this.metrics.inc(M.upstreamErrors, { kind: e instanceof UpstreamError ? e.kind : 'connect' })
+      return reply(502, upstreamCloseReason(e), null)
+    }
+    try {
+      const answer = await new Promise<Uint8Array>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error('the broker did not answer the beacon in time')), this.cfg.limits.upstreamTimeoutMs)
+        up.socket.on('data', (chunk: Buffer) => { try { const f = up.decoder.push(chunk)[0]; if (f) { clearTimeout(t); resolve(f) } } catch (e) { clearTimeout(t); reject(e as Error) } })
+        up.socket.once('close', () => { clearTimeout(t); reject(new Error('the broker closed the connection')) })
+        up.socket.write(frame)
+      })
+      this.metrics.inc('kafka_edge_bridge_beacons_total')
+      reply(200, Buffer.from(answer), null)
+    } catch (e) {
+      reply(502, (e as Error).message, null)
+    } finally {
+      up.socket.destroy()
     }
   }
 

@@ -3,6 +3,8 @@
  * only Web APIs; the Node TCP transport is exported from 'kafka-edge/node' (and from the Node
  * condition of the package root).
  */
+import './producer/install.js'
+
 export { createProducer, Producer, type ProducerRecord, type RecordMetadata, type ProducerState, type ResumeOutcome } from './producer/producer.js'
 export {
   memoryCheckpointStore, POSSIBLE_DUPLICATE_HEADER, type CheckpointStore, type ProducerCheckpoint, type PendingBatch,

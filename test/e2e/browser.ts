@@ -1,13 +1,22 @@
-// Helpers for the Chromium e2e: the analytics SDK bundled for the page, a static page server on
-// 127.0.0.1, and Debian's Chromium launched headless through playwright-core with a fresh profile.
+// Helpers for the browser e2e: the analytics SDK bundled for the page, a static page server on
+// 127.0.0.1 (a secure context: IndexedDB, Web Locks, BroadcastChannel), Debian's Chromium and
+// Firefox ESR launched headless through puppeteer-core (CDP for Chromium, WebDriver BiDi for Firefox)
+// with a fresh profile, the relay in process, and a TCP proxy in front of it that can cut the network.
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import http from 'node:http'
+import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import { ROOT } from './wrangler.js'
+import { resolveConfig, signToken, startBridge, type Bridge } from '../../src/bridge/index.js'
+import { ROOT, freePort } from './wrangler.js'
 
 export const CHROMIUM = '/usr/bin/chromium'
+export const FIREFOX = '/usr/bin/firefox-esr'
 export const hasChromium = existsSync(CHROMIUM)
+export const hasFirefox = existsSync(FIREFOX)
+export type BrowserName = 'chromium' | 'firefox'
+export const BROWSERS: Array<{ name: BrowserName; present: boolean }> = [{ name: 'chromium', present: hasChromium }, { name: 'firefox', present: hasFirefox }]
 
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 
@@ -22,8 +31,9 @@ export async function bundleSdk(): Promise<string> {
 }
 
 /**
- * The page: on every load it reads relay/token/topic from its query string and creates the SDK, the
- * way an app would (so a reload resends what the outbox holds). window.analytics is the instance.
+ * The page: on every load it reads its settings from the query string and creates the SDK, the way
+ * an app would (so a reload resumes from what the origin's IndexedDB holds). window.track(from, to,
+ * prefix) tracks events with ids `${prefix}-${i}` and resolves once all of them are stored.
  */
 export const PAGE = `<!doctype html><html><head><meta charset="utf-8"><title>kafka-edge analytics e2e</title></head><body>
 <script type="module">
@@ -34,9 +44,27 @@ window.analytics = createAnalytics({
   relayUrl: q.get('relay'), token: q.get('token'), topic: q.get('topic'),
   flushIntervalMs: Number(q.get('flushMs') ?? '200'),
   retryBackoffMs: Number(q.get('backoffMs') ?? '500'),
-  producer: { 'max.block.ms': Number(q.get('maxBlockMs') ?? '30000') },
+  retryBackoffMaxMs: 2000,
+  ...(q.get('beacon') ? { beaconUrl: q.get('beacon') } : {}),
+  ...(q.get('storage') ? { storage: q.get('storage') === 'local' ? localStorage : q.get('storage') } : {}),
+  producer: {
+    'max.block.ms': Number(q.get('maxBlockMs') ?? '30000'), 'retry.backoff.max.ms': 1000,
+    // ?debug=epoch,retry keeps the producer's debug lines in localStorage, where they outlive the tab.
+    ...(q.get('debug') ? { debug: q.get('debug'), logger: {
+      debug: (m, f) => localStorage.setItem('log:' + Date.now() + ':' + Math.random(), m + ' ' + JSON.stringify(f ?? {}, (k, v) => typeof v === 'bigint' ? String(v) : v)),
+      warn: (m, f) => localStorage.setItem('log:' + Date.now() + ':' + Math.random(), 'WARN ' + m + ' ' + JSON.stringify(f ?? {}, (k, v) => typeof v === 'bigint' ? String(v) : v)),
+    } } : {}),
+  },
   onError: (e) => window.errors.push(e.name + ': ' + e.message),
 })
+window.track = async (from, to, prefix) => {
+  const all = []
+  for (let i = from; i < to; i++) all.push(window.analytics.track({ id: prefix + '-' + i, type: 'torture', data: { i }, key: i % 5 === 0 ? 'k' + (i % 50) : undefined }))
+  return (await Promise.allSettled(all)).flatMap((r, i) => r.status === 'rejected' ? [prefix + '-' + (from + i) + ' ' + r.reason.name + ': ' + r.reason.message] : [])
+}
+// What each owner's producer did with the checkpoint it found, kept where the harness can read it after the tab is gone.
+const me = crypto.randomUUID()
+setInterval(() => { const r = window.analytics.stats().resume; if (r && r.mode !== 'none') localStorage.setItem('resume:' + me, JSON.stringify(r)) }, 200)
 window.ready = true
 </script></body></html>`
 
@@ -47,8 +75,9 @@ export async function servePage(sdk: string): Promise<PageServer> {
     const url = new URL(req.url ?? '/', 'http://x')
     if (url.pathname === '/') { res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }); res.end(PAGE); return }
     if (url.pathname === '/sdk.js') { res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }); res.end(sdk); return }
-    // Where the bundle's new URL('../../../build/core.wasm', import.meta.url) lands from /sdk.js.
-    if (url.pathname === '/build/core.wasm') { res.writeHead(200, { 'content-type': 'application/wasm' }); res.end(readFileSync(path.join(ROOT, 'build', 'core.wasm'))); return }
+    // Where the bundle's new URL('../../../build/core*.wasm', import.meta.url) lands from /sdk.js.
+    const wasm = /^\/build\/(core(-lz4)?\.wasm)$/.exec(url.pathname)
+    if (wasm) { res.writeHead(200, { 'content-type': 'application/wasm' }); res.end(readFileSync(path.join(ROOT, 'build', wasm[1]!))); return }
     res.writeHead(404); res.end()
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
@@ -59,21 +88,140 @@ export async function servePage(sdk: string): Promise<PageServer> {
   }
 }
 
+type PBrowser = import('puppeteer-core').Browser
+export type Page = import('puppeteer-core').Page
+
 export interface Browser {
-  context: import('playwright-core').BrowserContext
+  name: BrowserName
+  browser: PBrowser
+  newPage(url: string): Promise<Page>
+  /** kill -9 of the processes rendering web pages: a renderer crash as the OS would cause it. Returns how many. */
+  crashRenderer(): Promise<number>
   close(): Promise<void>
 }
 
-/** Chromium headless with a fresh profile in a temp dir (removed on close). */
-export async function launchChromium(): Promise<Browser> {
-  const { chromium } = await import('playwright-core')
-  const profile = mkdtempSync(path.join(os.tmpdir(), 'kafka-edge-chromium-'))
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS })
+/** A page that loaded the SDK (waits for window.ready). */
+export async function openPage(b: PBrowser, url: string): Promise<Page> {
+  const page = await b.newPage()
+  await page.goto(url)
+  await page.waitForFunction('window.ready === true', { timeout: 30_000, polling: 50 })
+  return page
+}
+
+function childPids(pid: number): Array<{ pid: number; args: string }> {
+  const out = execFileSync('ps', ['-e', '-o', 'pid=,ppid=,args='], { encoding: 'utf8' })
+  const rows = out.trim().split('\n').map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l)!).filter(Boolean).map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3]! }))
+  const mine = new Set([pid])
+  for (let grew = true; grew;) {
+    grew = false
+    for (const r of rows) if (!mine.has(r.pid) && mine.has(r.ppid)) { mine.add(r.pid); grew = true }
+  }
+  return rows.filter((r) => r.pid !== pid && mine.has(r.pid))
+}
+
+/** Chromium or Firefox headless with a fresh profile in a temp dir (removed on close). */
+export async function launch(name: BrowserName): Promise<Browser> {
+  const puppeteer = (await import('puppeteer-core')).default
+  const profile = mkdtempSync(path.join(os.tmpdir(), `kafka-edge-${name}-`))
+  const browser = name === 'chromium'
+    ? await puppeteer.launch({ executablePath: CHROMIUM, headless: true, userDataDir: profile, args: CHROMIUM_ARGS })
+    : await puppeteer.launch({ browser: 'firefox', protocol: 'webDriverBiDi', executablePath: FIREFOX, headless: true, userDataDir: profile })
+  const pid = browser.process()!.pid!
   return {
-    context,
+    name,
+    browser,
+    newPage: (url) => openPage(browser, url),
+    crashRenderer: async () => {
+      // The processes rendering web pages: Chromium's renderers, Firefox's web content processes
+      // (not the browser, GPU, network or utility ones). Tabs of one site share one, so all of them crash.
+      const renderer = name === 'chromium' ? /--type=renderer/ : /-contentproc .*-isForBrowser.* tab$/
+      const victims = childPids(pid).filter((p) => renderer.test(p.args) && !/--extension-process/.test(p.args))
+      for (const v of victims) { try { process.kill(v.pid, 'SIGKILL') } catch { /* gone */ } }
+      return victims.length
+    },
     close: async () => {
-      await context.close().catch(() => {})
+      await browser.close().catch(() => {})
       rmSync(profile, { recursive: true, force: true })
     },
+  }
+}
+
+export const SECRET = 'e2e-browser-secret-0123456789abcdef'
+export const AUDIENCE = 'kafka-edge-e2e'
+
+export function pageToken(topic: string): string {
+  return signToken({ sub: 'e2e-page', aud: AUDIENCE, exp: Math.floor(Date.now() / 1000) + 3600, topics: [topic] }, SECRET)
+}
+
+/** The relay on a fixed port, so a restart brings it back where the pages look for it. */
+export class Relay {
+  bridge: Bridge | null = null
+  private constructor(readonly port: number, private readonly brokers: string, private readonly origin: string) {}
+  static async start(brokers: string, origin: string): Promise<Relay> {
+    const r = new Relay(await freePort(), brokers, origin)
+    await r.up()
+    return r
+  }
+
+  get url(): string { return `ws://127.0.0.1:${this.port}/kafka` }
+
+  async up(): Promise<void> {
+    this.bridge = await startBridge(resolveConfig({
+      listen: `127.0.0.1:${this.port}`,
+      brokers: [this.brokers],
+      auth: { secret: SECRET, audience: AUDIENCE, clockSkewSec: 0 },
+      origins: [this.origin],
+      log: { level: 'silent' },
+    }, {}))
+  }
+
+  async down(): Promise<void> {
+    const b = this.bridge
+    this.bridge = null
+    await b?.close()
+  }
+}
+
+/** A TCP proxy to `target`: `offline()` cuts every connection and refuses new ones until `online()`. */
+export class NetSwitch {
+  private readonly sockets = new Set<net.Socket>()
+  private off = false
+  private constructor(private readonly server: net.Server, readonly port: number) {}
+
+  static async start(targetPort: number): Promise<NetSwitch> {
+    const port = await freePort()
+    let sw: NetSwitch | undefined = undefined
+    const server = net.createServer((client) => {
+      if (sw!.off) { client.destroy(); return }
+      const up = net.connect(targetPort, '127.0.0.1')
+      sw!.sockets.add(client).add(up)
+      const drop = () => { client.destroy(); up.destroy(); sw!.sockets.delete(client); sw!.sockets.delete(up) }
+      client.on('error', drop).on('close', drop)
+      up.on('error', drop).on('close', drop)
+      client.pipe(up)
+      up.pipe(client)
+    })
+    await new Promise<void>((r) => server.listen(port, '127.0.0.1', r))
+    sw = new NetSwitch(server, port)
+    return sw
+  }
+
+  /** Connections stay open but carry nothing either way: requests sent now are neither delivered nor answered. */
+  stall(): void {
+    this.off = true
+    for (const s of this.sockets) { s.unpipe(); s.pause() }
+  }
+
+  offline(): void {
+    this.off = true
+    for (const s of this.sockets) s.destroy()
+    this.sockets.clear()
+  }
+
+  online(): void { this.off = false }
+
+  close(): Promise<void> {
+    this.offline()
+    return new Promise((r) => this.server.close(() => r()))
   }
 }

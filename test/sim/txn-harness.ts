@@ -1,5 +1,6 @@
 import { IllegalStateException, KafkaEdgeError, TimeoutException } from '../../src/edge/errors.js'
 import type { ProducerObserver } from '../../src/edge/producer/config.js'
+import '../../src/edge/producer/install.js'
 import { createProducer, type Producer, type RecordMetadata } from '../../src/edge/producer/producer.js'
 
 import { Produce } from '../../src/edge/protocol/index.js'

@@ -3,6 +3,7 @@ import { authenticate, oauthBearer, parseJaasConfig, plain, reauthenticationDela
 import { scram } from '../../src/edge/auth/scram.js'
 import { ConfigException, IllegalSaslStateException, SaslAuthenticationException, UnsupportedSaslMechanismException } from '../../src/edge/errors.js'
 import { parseConfig } from '../../src/edge/producer/config.js'
+import '../../src/edge/producer/install.js'
 import type { ApiSchema, Message } from '../../src/edge/protocol/index.js'
 import { cloudflareSockets } from '../../src/edge/transport/cloudflare-sockets.js'
 import { tcp } from '../../src/edge/transport/node-tcp.js'

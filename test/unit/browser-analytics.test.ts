@@ -1,9 +1,10 @@
 // The analytics SDK's outbox logic with a fake transport: the real producer talks the real protocol
 // to the model broker of test/sim (one node, idempotence rules as in Kafka) over an in-process
-// "relay" that can go offline. Web Storage is a Map; lifecycle events are dispatched by hand.
-// Chromium + the real relay + real Kafka: test/e2e/browser.test.ts.
+// "relay" that can go offline. Web Storage is a Map; lifecycle events are dispatched by hand; Web
+// Locks are a small in-process lock manager with the same grant order (IndexedDB, real locks and
+// real tabs: test/e2e/browser.test.ts, Chromium and Firefox through the real relay to Kafka).
 import { afterEach, describe, expect, it } from 'vitest'
-import { createAnalytics, OutboxFullError, WebStorageOutbox, type Analytics, type AnalyticsOptions, type StorageLike } from '../../src/edge/browser/index.js'
+import { createAnalytics, OutboxFullError, WebStorageOutbox, type Analytics, type AnalyticsOptions, type LockManagerLike, type StorageLike } from '../../src/edge/browser/index.js'
 import { NetworkException } from '../../src/edge/errors.js'
 import type { BrokerAddress, Link, LinkHandlers, Transport } from '../../src/edge/transport/transport.js'
 import { ModelCluster } from '../sim/model-broker.js'
@@ -16,6 +17,22 @@ class MapStorage implements StorageLike {
   setItem(k: string, v: string) { this.m.set(k, String(v)) }
   removeItem(k: string) { this.m.delete(k) }
   entries() { return [...this.m.keys()].filter((k) => k.includes(':e:')) }
+}
+
+/** navigator.locks for one exclusive lock name at a time: granted in request order, released when the callback's promise settles. */
+class Locks implements LockManagerLike {
+  private readonly queues = new Map<string, Array<() => void>>()
+  private readonly held = new Set<string>()
+  request(name: string, options: { signal?: AbortSignal }, callback: () => Promise<void>): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const grant = () => { this.held.add(name); void callback().finally(() => { this.held.delete(name); this.queues.get(name)?.shift()?.() ; resolve(undefined) }) }
+      if (!this.held.has(name)) { grant(); return }
+      const q = this.queues.get(name) ?? []
+      this.queues.set(name, q)
+      q.push(grant)
+      options.signal?.addEventListener('abort', () => { const i = q.indexOf(grant); if (i >= 0) { q.splice(i, 1); reject(new Error('AbortError')) } })
+    })
+  }
 }
 
 /** A relay in a box: frames go to the model cluster; `online = false` refuses and cuts connections. */
@@ -67,7 +84,7 @@ function make(relay: FakeRelay, storage: StorageLike, extra: Partial<AnalyticsOp
   const errors: Error[] = []
   const a = createAnalytics({
     relayUrl: 'ws://unused', token: 't', topic: 'clicks', transport: relay, storage, lifecycle: page, document: { visibilityState: 'hidden' },
-    flushIntervalMs: 10, retryBackoffMs: 30, retryBackoffMaxMs: 100, ownerStaleMs: 60_000,
+    flushIntervalMs: 10, retryBackoffMs: 30, retryBackoffMaxMs: 100, locks: null,
     producer: { 'compression.type': 'none', 'max.block.ms': 200, 'retry.backoff.ms': 10 },
     onError: (e) => errors.push(e),
     ...extra,
@@ -75,34 +92,33 @@ function make(relay: FakeRelay, storage: StorageLike, extra: Partial<AnalyticsOp
   live.push(a)
   return { a, page, errors }
 }
-const until = async (cond: () => boolean, ms = 5000) => {
+const until = async (cond: () => boolean | Promise<boolean>, ms = 5000) => {
   const end = Date.now() + ms
-  while (!cond()) { if (Date.now() > end) throw new Error('timed out'); await new Promise((r) => setTimeout(r, 5)) }
+  while (!await cond()) { if (Date.now() > end) throw new Error('timed out'); await new Promise((r) => setTimeout(r, 5)) }
 }
 
-describe('browser analytics SDK: outbox', () => {
-  it('track() persists before sending; acked events leave the outbox; the broker holds each exactly once', async () => {
+describe('browser analytics SDK: outbox and sender election', () => {
+  it('track() resolves once the event is stored; acked events leave the outbox; the broker holds each exactly once', async () => {
     const relay = new FakeRelay()
     const storage = new MapStorage()
     const { a } = make(relay, storage)
-    const ids = Array.from({ length: 30 }, (_, i) => a.track({ type: 'click', data: { i }, key: i % 3 === 0 ? `user-${i}` : undefined }))
-    // durable synchronously, before any network activity
-    expect(storage.entries()).toHaveLength(30)
-    expect(a.pending).toBe(30)
+    const tracking = Array.from({ length: 30 }, (_, i) => a.track({ type: 'click', data: { i }, key: i % 3 === 0 ? `user-${i}` : undefined }))
+    const ids = await Promise.all(tracking)
+    expect(storage.entries().length).toBeGreaterThan(0) // in the outbox before Kafka acknowledged
     await a.flush()
-    expect(a.pending).toBe(0)
+    expect(await a.pending()).toBe(0)
     expect(storage.entries()).toHaveLength(0)
     const got = relay.values()
     expect(got.map((v) => v.id).sort()).toEqual([...ids].sort())
     expect(got.find((v) => v.id === ids[7])).toMatchObject({ type: 'click', data: { i: 7 } })
-    expect(a.stats()).toMatchObject({ tracked: 30, acked: 30, pending: 0, recovered: 0, retries: 0 })
+    expect(a.stats()).toMatchObject({ tracked: 30, acked: 30, retries: 0, role: 'owner' })
     expect(a.metrics()['record-send-total']).toBe(30)
   })
 
   it('batches within flushIntervalMs: many track() calls, few produce requests', async () => {
     const relay = new FakeRelay()
     const { a } = make(relay, new MapStorage(), { flushIntervalMs: 50 })
-    for (let i = 0; i < 100; i++) a.track({ type: 'scroll', data: i })
+    for (let i = 0; i < 100; i++) void a.track({ type: 'scroll', data: i })
     await a.flush()
     const produces = relay.cluster.produceLog.length
     expect(produces).toBeGreaterThan(0)
@@ -113,42 +129,42 @@ describe('browser analytics SDK: outbox', () => {
     const relay = new FakeRelay()
     relay.online = false
     const storage = new MapStorage()
-    const { a, page, errors } = make(relay, storage)
-    const ids = [a.track({ type: 'a' }), a.track({ type: 'b' }), a.track({ type: 'c' })]
+    const { a, page, errors } = make(relay, storage, { producer: { 'compression.type': 'none', 'max.block.ms': 200, 'retry.backoff.ms': 10, 'delivery.timeout.ms': 300, 'request.timeout.ms': 100, 'linger.ms': 0 } })
+    const ids = await Promise.all([a.track({ type: 'a' }), a.track({ type: 'b' }), a.track({ type: 'c' })])
     await until(() => a.stats().retries >= 3)
     expect(errors.length).toBeGreaterThan(0)
     expect(errors[0]!.name).toMatch(/Exception/)
-    expect(a.pending).toBe(3)
-    expect(storage.entries()).toHaveLength(3)
+    expect(await a.pending()).toBe(3)
     relay.online = true
     page.dispatchEvent(new Event('online'))
-    await until(() => a.pending === 0)
-    expect(relay.values().map((v) => v.id).sort()).toEqual([...ids].sort())
-  })
-
-  it('reload: events not acknowledged before pagehide are resent by the next page (same storage), exactly once', async () => {
-    const relay = new FakeRelay()
-    const storage = new MapStorage()
-    // the first page never reaches the relay (its own link stays down: the page is gone)
-    const dead = new FakeRelay()
-    dead.online = false
-    const first = make(dead, storage, { flushIntervalMs: 60_000 })
-    const ids = Array.from({ length: 5 }, (_, i) => first.a.track({ type: 'view', data: { i } }))
-    first.page.dispatchEvent(new Event('pagehide')) // tries at once, fails, releases its entries
-    expect(storage.entries()).toHaveLength(5)
-    const second = make(relay, storage)
-    expect(second.a.stats().recovered).toBe(5)
-    await until(() => second.a.pending === 0)
+    await a.flush()
     expect(relay.values().map((v) => v.id).sort()).toEqual([...ids].sort())
     expect(storage.entries()).toHaveLength(0)
   })
 
-  it('an ack lost with the page means the event is sent again by the next page, under the same id (dedupe on it)', async () => {
+  it('reload: events not acknowledged before the page went away are sent by the next page (same storage)', async () => {
+    const relay = new FakeRelay()
+    const storage = new MapStorage()
+    const dead = new FakeRelay() // the first page never reaches the relay
+    dead.online = false
+    const first = make(dead, storage, { flushIntervalMs: 60_000 })
+    const ids = await Promise.all(Array.from({ length: 5 }, (_, i) => first.a.track({ type: 'view', data: { i } })))
+    await first.a.close({ timeoutMs: 0 })
+    expect(storage.entries()).toHaveLength(5)
+    const second = make(relay, storage)
+    await until(() => relay.values().length === 5)
+    expect(relay.values().map((v) => v.id).sort()).toEqual([...ids].sort())
+    await until(() => storage.entries().length === 0)
+    expect(second.a.stats().acked).toBe(5)
+  })
+
+  it('an acknowledgement lost with the page: the next page resends the checkpointed batch under its sequences and the broker keeps one copy', async () => {
     const relay = new FakeRelay()
     const storage = new MapStorage()
     const first = make(relay, storage, { flushIntervalMs: 60_000 })
-    const id = first.a.track({ type: 'purchase', data: { sku: 'x' } })
-    // the broker appends, but the page dies before the answer arrives: hold answers by going offline right after the write
+    await new Promise((r) => setTimeout(r, 20))
+    const ids = await Promise.all(Array.from({ length: 4 }, (_, i) => first.a.track({ type: 'purchase', data: { i } })))
+    // the broker appends, but the page dies before the answer arrives
     const origHandle = relay.cluster.handle.bind(relay.cluster)
     let appended = false
     relay.cluster.handle = (node, frame) => {
@@ -158,60 +174,70 @@ describe('browser analytics SDK: outbox', () => {
     }
     first.page.dispatchEvent(new Event('pagehide'))
     await until(() => appended)
+    await first.a.close({ timeoutMs: 0 })
+    expect(storage.entries()).toHaveLength(0) // the events left the outbox with the batch that carries them...
+    expect(storage.getItem('kafka-edge:clicks:cp')).toContain('"pending":[{') // ...into the checkpoint
     relay.cluster.handle = origHandle
     relay.online = true
     const second = make(relay, storage)
-    await until(() => second.a.pending === 0)
-    const got = relay.values().filter((v) => v.id === id)
-    expect(got).toHaveLength(2) // at least once across page loads...
-    expect(new Set(got.map((v) => JSON.stringify(v))).size).toBe(1) // ...as the same event, same id
+    await until(() => relay.cluster.produceLog.length >= 2)
+    await until(async () => (await second.a.pending()) === 0)
+    expect(relay.values().map((v) => v.id).sort()).toEqual([...ids].sort()) // each once: the resend was a duplicate
   })
 
   it('visibilitychange to hidden sends at once instead of waiting for the batching window', async () => {
     const relay = new FakeRelay()
     const { a, page } = make(relay, new MapStorage(), { flushIntervalMs: 60_000 })
-    a.track({ type: 'x' })
-    a.track({ type: 'y' })
+    await new Promise((r) => setTimeout(r, 20)) // past the new owner's first look at the outbox
+    await Promise.all([a.track({ type: 'x' }), a.track({ type: 'y' })])
     await new Promise((r) => setTimeout(r, 50))
     expect(relay.values()).toHaveLength(0)
     page.dispatchEvent(new Event('visibilitychange'))
-    await until(() => a.pending === 0, 2000)
-    expect(relay.values()).toHaveLength(2)
+    await until(() => relay.values().length === 2, 2000)
   })
 
-  it('a live tab does not take another live tab\'s events; a tab that stopped beating is taken over', async () => {
+  it('one sender per origin: the lock holder sends every tab\'s events; when it closes the next tab takes over', async () => {
     const relay = new FakeRelay()
     const storage = new MapStorage()
-    const dead = new FakeRelay() // the crashed tab's network: it never gets anything out
-    dead.online = false
-    const crashed = make(dead, storage, { flushIntervalMs: 60_000, ownerStaleMs: 60_000 })
-    const ids = [crashed.a.track({ type: 'a' }), crashed.a.track({ type: 'b' })]
-    // another tab with a short staleness window: crashed's heartbeat is fresh at first
-    const other = make(relay, storage, { ownerStaleMs: 300 })
-    expect(other.a.stats().recovered).toBe(0)
-    await new Promise((r) => setTimeout(r, 50))
-    expect(relay.values()).toHaveLength(0)
-    // no pagehide, no more heartbeats from `crashed` within 300 ms: `other` claims and sends
-    await until(() => other.a.stats().recovered === 2, 3000)
-    await until(() => other.a.pending === 0)
+    const locks = new Locks()
+    const tabs = [0, 1, 2].map(() => make(relay, storage, { locks, namespace: 'shared' }))
+    expect(tabs.map((t) => t.a.stats().role)).toEqual(['owner', 'follower', 'follower'])
+    const ids = await Promise.all(tabs.flatMap((t, i) => [t.a.track({ type: `tab${i}` }), t.a.track({ type: `tab${i}` })]))
+    await tabs[2]!.a.flush() // a follower's flush resolves on the owner's acknowledgements (BroadcastChannel)
+    expect(tabs[1]!.a.metrics()).toEqual({}) // followers never made a producer
+    expect(tabs[2]!.a.metrics()).toEqual({})
+    await tabs[0]!.a.close()
+    await until(() => tabs[1]!.a.stats().role === 'owner')
+    expect(tabs[2]!.a.stats().role).toBe('follower')
+    ids.push(await tabs[2]!.a.track({ type: 'after' }))
+    await tabs[2]!.a.flush()
     expect(relay.values().map((v) => v.id).sort()).toEqual([...ids].sort())
+    expect(tabs[1]!.a.stats().acked).toBe(1)
   })
 
-  it('rejects invalid events synchronously and refuses to grow the outbox past maxOutboxEvents', () => {
+  it('rejects invalid events at once and refuses to grow the outbox past maxOutboxEvents with OutboxFullError', async () => {
     const relay = new FakeRelay()
     relay.online = false
     const { a } = make(relay, new MapStorage(), { maxOutboxEvents: 3, flushIntervalMs: 60_000 })
     expect(() => a.track({ type: 'has space' })).toThrow(/event type must be/)
     expect(() => a.track({ type: 'x', timestamp: -1 })).toThrow(/timestamp/)
-    a.track({ type: 'x' }); a.track({ type: 'x' }); a.track({ type: 'x' })
-    expect(() => a.track({ type: 'x' })).toThrow(OutboxFullError)
+    const r = await Promise.allSettled([a.track({ type: 'x' }), a.track({ type: 'x' }), a.track({ type: 'x' }), a.track({ type: 'x' })])
+    expect(r.map((x) => x.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected'])
+    const err = (r[3] as PromiseRejectedResult).reason as Error
+    expect(err).toBeInstanceOf(OutboxFullError)
+    expect(err.name).toBe('OutboxFullError')
+    expect(err.message).toMatch(/maxOutboxEvents \(3\)/)
+    await expect(a.track({ type: 'x' })).rejects.toThrow(OutboxFullError)
     expect(() => createAnalytics({ relayUrl: 'ws://x', token: 't', topic: 'bad topic!' })).toThrow(/topic must be/)
   })
 
-  it('WebStorageOutbox: a storage quota error surfaces as OutboxFullError from track()', () => {
+  it('a storage quota error surfaces as OutboxFullError from track()', async () => {
     const storage = new MapStorage()
     storage.setItem = () => { throw Object.assign(new Error('quota'), { name: 'QuotaExceededError' }) }
-    const store = new WebStorageOutbox(storage, 'ns', 'me')
-    expect(() => store.put({ seq: '1', id: 'i', topic: 't', key: null, value: '{}', timestamp: 1, type: 'x' })).toThrow(/QuotaExceededError/)
+    const store = new WebStorageOutbox(storage, 'ns')
+    await expect(store.add([{ id: 'i', topic: 't', key: null, value: '{}', timestamp: 1, type: 'x' }], 10)).rejects.toThrow(OutboxFullError)
+    const relay = new FakeRelay()
+    const { a } = make(relay, storage)
+    await expect(a.track({ type: 'x' })).rejects.toMatchObject({ name: 'OutboxFullError', cause: { name: 'QuotaExceededError' } })
   })
 })

@@ -2,6 +2,7 @@ import type { AnyProducerSettings, ProducerSettings } from '../../src/edge/produ
 import { describe, expect, it } from 'vitest'
 import { ConfigException } from '../../src/edge/errors.js'
 import { parseConfig } from '../../src/edge/producer/config.js'
+import '../../src/edge/producer/install.js'
 import type { Transport } from '../../src/edge/transport/transport.js'
 
 const transport: Transport = { name: 'none', open: () => Promise.reject(new Error('unused')) }

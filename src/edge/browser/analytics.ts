@@ -1,9 +1,12 @@
 import { KafkaEdgeError } from '../errors.js'
-import { createProducer, type Producer } from '../producer/producer.js'
+import { POSSIBLE_DUPLICATE_HEADER, type CheckpointStore, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
+import { createProducer, type Producer, type ResumeOutcome } from '../producer/producer.js'
 import type { ProducerSettings } from '../producer/config.js'
+import { Produce, encodeRequest } from '../protocol/index.js'
 import type { Transport } from '../transport/transport.js'
 import { websocket, type WebSocketConstructor } from '../transport/websocket.js'
-import { MemoryOutbox, OutboxFullError, WebStorageOutbox, type OutboxEntry, type OutboxStore, type StorageLike } from './outbox.js'
+import { bundledLz4Core, loadCore, readBatchRecords, type CoreSource } from '../wasm/core.js'
+import { IndexedDbOutbox, MemoryStorage, OutboxFullError, WebStorageOutbox, type Outbox, type OutboxEntry, type StorageLike } from './outbox.js'
 
 export interface AnalyticsEvent {
   /** What happened: 1-100 characters of A-Z a-z 0-9 _ . : / - */
@@ -12,10 +15,15 @@ export interface AnalyticsEvent {
   data?: unknown
   /** Kafka record key (partitioning); default: none (sticky partitioning) or options.key(event). */
   key?: string | null
-  /** Your id for the event; default a random UUID. Consumers dedupe on it. */
+  /** Your id for the event; default a random UUID. */
   id?: string
   /** ms since the epoch; default now. */
   timestamp?: number
+}
+
+/** The subset of the Web Locks API used (navigator.locks). */
+export interface LockManagerLike {
+  request(name: string, options: { signal?: AbortSignal }, callback: () => Promise<void>): Promise<unknown>
 }
 
 export interface AnalyticsOptions {
@@ -29,179 +37,247 @@ export interface AnalyticsOptions {
   transport?: Transport
   /** Injected WebSocket constructor for the default transport (Node 20 has none). */
   WebSocket?: WebSocketConstructor
-  /** Extra producer settings (Java names), e.g. { 'compression.type': 'gzip' }. */
+  /** Extra producer settings (Java names). */
   producer?: ProducerSettings
   /**
-   * Where the outbox lives: a Web Storage object (default: localStorage when the page has one), an
-   * OutboxStore, or 'memory' (nothing survives a reload).
+   * Where the outbox lives: 'indexeddb' (the default where the page has it), a Web Storage object
+   * (the default otherwise: localStorage), or 'memory' (nothing survives a reload).
    */
-  storage?: StorageLike | OutboxStore | 'memory'
-  /** Storage namespace; default `kafka-edge:<topic>`. */
+  storage?: 'indexeddb' | 'memory' | StorageLike
+  /** Storage, lock and channel namespace; default `kafka-edge:<topic>`. */
   namespace?: string
-  /** Batching window: how long track() waits before sending (default 1000 ms). */
+  /** Batching window: how long a tracked event waits before it is sent (default 1000 ms). */
   flushIntervalMs?: number
   /** Send at once when this many events wait (default 200). */
   maxBatchEvents?: number
-  /** Most events kept unacknowledged; track() throws OutboxFullError beyond (default 10000). */
+  /** Most events the origin's outbox holds; track() rejects with OutboxFullError beyond (default 10000). */
   maxOutboxEvents?: number
   /** First delay before re-sending events whose send failed; doubles up to retryBackoffMaxMs (defaults 1000 / 30000). */
   retryBackoffMs?: number
   retryBackoffMaxMs?: number
-  /** An owner that has not beaten for this long is presumed dead and its events are resent (default 15000). */
-  ownerStaleMs?: number
-  /** Where pagehide / visibilitychange / pageshow / online fire; default globalThis (the window). null: none. */
+  /** Elects the one tab that sends (default navigator.locks). null: this instance always sends. */
+  locks?: LockManagerLike | null
+  /** Where pagehide / visibilitychange / online fire; default globalThis (the window). null: none. */
   lifecycle?: EventTarget | null
   /** For visibilitychange: reads visibilityState (default globalThis.document). */
   document?: { readonly visibilityState: string } | null
   /** Derives a record key from an event that has none. */
   key?: (event: AnalyticsEvent) => string | null | undefined
+  /** The relay's page-hide route; default relayUrl with http(s) and `/beacon` appended. null: no beacon. */
+  beaconUrl?: string | null
   /** Called with send errors (the events stay in the outbox and are retried). */
   onError?: (error: Error) => void
-  /** The compiled core module, for a page that does not load core.wasm from next to its bundle (see docs/browser.md). */
+  /** The compiled core module, for a page that does not load core-lz4.wasm from next to its bundle (see docs/browser.md). */
   wasm?: WebAssembly.Module
 }
 
 export interface AnalyticsStats {
+  /** Events this instance stored in the outbox. */
   tracked: number
+  /** Events acknowledged while this instance was the sender (any tab's). */
   acked: number
-  /** Events in the outbox (not yet acknowledged). */
-  pending: number
-  /** Events found in the outbox at start or claimed from another owner, and resent. */
-  recovered: number
-  /** Failed sends that put events back for a retry. */
+  /** Failed attempts to reach Kafka (connect, or a send that put its event back for a retry). */
   retries: number
+  /** Page-hide beacons: Produce requests of the checkpoint's unacknowledged batches handed to fetch({ keepalive }). */
+  beacons: number
+  /** 'owner': this tab sends for the origin; 'follower': another tab does. */
+  role: 'owner' | 'follower'
+  /** What this tab's producer did with the checkpoint it found on taking over: resumed the identity, or relabelled. */
+  resume?: ResumeOutcome
 }
 
+
+const utf8 = new TextDecoder()
 const TYPE = /^[A-Za-z0-9_.:/-]{1,100}$/
+const READ_CHUNK = 500
+const MAX_IN_FLIGHT = 5000
 
-function randomId(): string {
-  const c = (globalThis as { crypto?: Crypto }).crypto
-  if (c?.randomUUID) return c.randomUUID()
-  const b = new Uint8Array(16)
-  if (c?.getRandomValues) c.getRandomValues(b)
-  else for (let i = 0; i < 16; i++) b[i] = Math.floor(Math.random() * 256)
-  b[6] = (b[6]! & 0x0f) | 0x40
-  b[8] = (b[8]! & 0x3f) | 0x80
-  const h = [...b].map((x) => x.toString(16).padStart(2, '0')).join('')
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
-}
-
-function isStore(s: unknown): s is OutboxStore {
-  return typeof (s as OutboxStore).claim === 'function'
-}
-
-interface Waiter { seqs: Set<string>; resolve(): void; reject(e: Error): void }
+interface Waiter { ids: Set<string>; resolve(): void; reject(e: Error): void }
+interface Queued { e: OutboxEntry; resolve(id: string): void; reject(e: Error): void }
+type Message = { added: 1 } | { acked: string[] }
 
 /**
- * Browser analytics over kafka-edge. `track(event)` writes the event to the outbox (synchronously,
- * in Web Storage) and returns its id; events are batched (flushIntervalMs / maxBatchEvents) into an
- * idempotent producer that reaches Kafka through the relay. An event leaves the outbox only once
- * Kafka acknowledged it; on pagehide or when the page is hidden the SDK sends at once; whatever was
- * not acknowledged when the page went away is resent by the next page load (or another tab).
+ * Browser analytics over kafka-edge with exactly-once delivery: see docs/browser.md.
  *
- * Delivery is at least once across page loads: the idempotent producer removes duplicates of its
- * own retries, but a new page is a new producer, so an event whose ack was lost with the old page is
- * sent again. Every value carries the event id; dedupe on it downstream.
+ * Every tab of an origin writes its events to one outbox (IndexedDB); one tab, elected with a Web
+ * Lock, owns the producer and sends for all of them. The producer checkpoints its identity and the
+ * encoded batches it has not had acknowledged into the same database, so the next owner (a reload,
+ * another tab) resends those exact batches under their original sequences and Kafka drops the
+ * copies it already has.
  */
 export class Analytics {
   readonly topic: string
   private readonly o: AnalyticsOptions
-  private readonly store: OutboxStore
+  private readonly outbox: Outbox
+  /** The producer's core; the SDK reads the checkpoint's batches with the same instance. */
+  private readonly wasm: CoreSource | Promise<CoreSource>
+  private readonly channel: BroadcastChannel | null
+  private readonly abort = new AbortController()
+  private role: 'owner' | 'follower' = 'follower'
+  private unlock: (() => void) | null = null
   private producer: Producer | null = null
-  private unsent: OutboxEntry[] = []
+  private queue: Queued[] = []
+  private storing: Promise<void> = Promise.resolve()
+  /** Highest outbox key handed to the producer. */
+  private lastKey = 0
+  /** Handed to the producer, not acknowledged, by event id. */
   private readonly inflight = new Map<string, OutboxEntry>()
   private readonly waiters = new Set<Waiter>()
+  private readonly mine = new Set<string>()
+  private decoded = new Set<string>()
+  /** The relay's latest producer-id ticket for this tab's producer. */
+  private ticket: string | undefined
+  /** The last checkpoint saved and the last token used: what a page-hide beacon is made of (it cannot wait for either). */
+  private lastCp: ProducerCheckpoint | undefined
+  private lastToken: string | undefined
+  private ackedIds: string[] = []
+  private ackedKeys: number[] = []
   private timer: ReturnType<typeof setTimeout> | null = null
-  private heartbeat: ReturnType<typeof setInterval> | null = null
+  private pumping = false
+  private again = false
   private backoffMs = 0
   private retryAt = 0
-  private counter = 0
   private closed = false
   private readonly listeners: Array<[string, (e: Event) => void]> = []
-  private readonly statsData = { tracked: 0, acked: 0, recovered: 0, retries: 0 }
+  private readonly statsData = { tracked: 0, acked: 0, retries: 0, beacons: 0 }
 
   constructor(options: AnalyticsOptions) {
     if (!options || typeof options.topic !== 'string' || !/^[a-zA-Z0-9._-]{1,249}$/.test(options.topic)) throw new KafkaEdgeError(`createAnalytics: topic must be a Kafka topic name, got ${JSON.stringify(options?.topic)}`)
     if (!options.transport && typeof options.relayUrl !== 'string') throw new KafkaEdgeError('createAnalytics: relayUrl is required (e.g. wss://relay.example/kafka)')
     this.o = options
     this.topic = options.topic
+    this.wasm = options.wasm ?? bundledLz4Core()
     const ns = options.namespace ?? `kafka-edge:${options.topic}`
-    const storage = options.storage ?? (globalThis as { localStorage?: StorageLike }).localStorage ?? 'memory'
-    this.store = storage === 'memory' ? new MemoryOutbox() : isStore(storage) ? storage : new WebStorageOutbox(storage, ns, randomId(), options.ownerStaleMs ?? 15_000)
-    this.store.beat(Date.now())
-    this.adopt()
-    const staleMs = options.ownerStaleMs ?? 15_000
-    this.heartbeat = setInterval(() => { this.store.beat(Date.now()); this.adopt() }, Math.max(50, Math.floor(staleMs / 3)))
-    ;(this.heartbeat as { unref?: () => void }).unref?.()
+    const g = globalThis as { indexedDB?: IDBFactory; localStorage?: StorageLike; navigator?: { locks?: LockManagerLike } }
+    const s = options.storage ?? (g.indexedDB ? 'indexeddb' : g.localStorage ?? 'memory')
+    this.outbox = s === 'indexeddb' ? new IndexedDbOutbox(g.indexedDB!, ns) : new WebStorageOutbox(s === 'memory' ? new MemoryStorage() : s, ns)
+    this.channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(ns) : null
+    if (this.channel) this.channel.onmessage = (m: MessageEvent<Message>) => this.received(m.data)
+    const locks = options.locks === undefined ? g.navigator?.locks : options.locks
+    if (locks) {
+      // Held until close() or until the page is gone (the browser releases it with the document,
+      // a crashed renderer included); the next tab waiting for it becomes the sender.
+      locks.request(ns, { signal: this.abort.signal }, () => new Promise<void>((resolve) => { this.unlock = resolve; this.own() })).catch(() => {})
+    } else {
+      this.own()
+    }
     this.listen()
   }
 
-  /** Records an event; returns its id. Throws (synchronously) on an invalid event or a full outbox. */
-  track(event: AnalyticsEvent): string {
+  /**
+   * Stores the event in the outbox and resolves with its id once it is durable there: the write is
+   * issued before track() returns (with the other events tracked in the same task, in one
+   * IndexedDB transaction) and the promise settles when that transaction committed. An app that
+   * does not await it loses nothing unless the page dies within those few milliseconds.
+   * Throws at once on an invalid event; rejects with OutboxFullError when the outbox is full.
+   */
+  track(event: AnalyticsEvent): Promise<string> {
     if (this.closed) throw new KafkaEdgeError('track() after close()')
     if (!event || typeof event !== 'object') throw new KafkaEdgeError('track() takes an event object like { type: "click", data: {...} }')
     if (typeof event.type !== 'string' || !TYPE.test(event.type)) {
       throw new KafkaEdgeError(`event type must be 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(event.type)}`)
     }
-    const max = this.o.maxOutboxEvents ?? 10_000
-    if (this.store.size >= max) throw new OutboxFullError(`the outbox holds ${this.store.size} unacknowledged events (maxOutboxEvents ${max}); the relay or Kafka is unreachable`)
-    const id = event.id ?? randomId()
+    const id = event.id ?? crypto.randomUUID()
     const timestamp = event.timestamp ?? Date.now()
     if (!Number.isSafeInteger(timestamp) || timestamp < 0) throw new KafkaEdgeError(`event timestamp must be integer ms since the epoch, got ${event.timestamp}`)
     const key = event.key ?? this.o.key?.(event) ?? null
     const value = JSON.stringify({ id, type: event.type, timestamp, ...(key !== null ? { key } : {}), ...(event.data !== undefined ? { data: event.data } : {}) })
-    const seq = `${timestamp.toString(36).padStart(9, '0')}${(this.counter++ % 1679616).toString(36).padStart(4, '0')}${randomId().slice(0, 4)}`
-    const entry: OutboxEntry = { seq, id, topic: this.topic, key, value, timestamp, type: event.type }
-    this.store.put(entry) // durable before track() returns
-    this.statsData.tracked++
-    this.unsent.push(entry)
-    if (this.unsent.length >= (this.o.maxBatchEvents ?? 200)) this.schedule(0)
-    else this.schedule(this.o.flushIntervalMs ?? 1000)
-    return id
+    if (this.queue.length === 0) this.storing = new Promise((r) => queueMicrotask(() => void this.store().then(r)))
+    return new Promise<string>((resolve, reject) => this.queue.push({ e: { id, topic: this.topic, key, value, timestamp, type: event.type }, resolve, reject }))
   }
 
   /**
-   * Sends everything now and resolves once every event tracked before the call is acknowledged.
-   * Rejects with the first send error for one of them (they stay in the outbox and are retried).
+   * Resolves once every event this instance tracked before the call is acknowledged by Kafka
+   * (whichever tab sent it). Rejects with a send error for one of them (they stay queued and are retried).
    */
-  flush(): Promise<void> {
-    const seqs = new Set<string>([...this.unsent.map((e) => e.seq), ...this.inflight.keys()])
-    if (seqs.size === 0) return Promise.resolve()
-    const p = new Promise<void>((resolve, reject) => this.waiters.add({ seqs, resolve, reject }))
+  async flush(): Promise<void> {
+    await this.storing
+    const ids = new Set(this.mine)
+    if (ids.size === 0) return
+    const p = new Promise<void>((resolve, reject) => this.waiters.add({ ids, resolve, reject }))
     this.retryAt = 0
-    this.schedule(0)
+    this.wake(0)
     return p
   }
 
-  /** Events tracked but not yet acknowledged (they are in the outbox). */
-  get pending(): number { return this.store.size }
+  /** Events of the origin not yet acknowledged: in the outbox, or in the checkpoint's unacknowledged batches. */
+  async pending(): Promise<number> {
+    const cp = await this.outbox.load<ProducerCheckpoint>()
+    return await this.outbox.count() + (cp?.pending.reduce((n, b) => n + b.recordCount, 0) ?? 0)
+  }
 
-  stats(): AnalyticsStats { return { ...this.statsData, pending: this.store.size } }
+  stats(): AnalyticsStats {
+    const resume = this.producer?.resumeOutcome
+    return { ...this.statsData, role: this.role, ...(resume ? { resume } : {}) }
+  }
 
-  /** The producer's metrics (Java names), or {} before the first send. */
+  /** The producer's metrics (Java names), or {} in a tab that is not the sender. */
   metrics(): Record<string, number> { return this.producer?.metrics() ?? {} }
 
   /**
-   * Sends what is queued (waiting up to timeoutMs, default 5000), then stops. Unacknowledged events
-   * stay in the outbox for the next page load.
+   * Waits up to timeoutMs (default 5000) for what this instance tracked to be acknowledged, then
+   * stops and hands the sending over to another tab. Nothing is lost: the outbox keeps the rest.
    */
   async close(opts: { timeoutMs?: number } = {}): Promise<void> {
     if (this.closed) return
-    const flushed = this.flush().catch(() => {})
-    await Promise.race([flushed, new Promise((r) => setTimeout(r, opts.timeoutMs ?? 5000))])
+    await Promise.race([this.flush().catch(() => {}), new Promise((r) => setTimeout(r, opts.timeoutMs ?? 5000))])
     this.closed = true
     if (this.timer) clearTimeout(this.timer)
-    if (this.heartbeat) clearInterval(this.heartbeat)
     for (const [type, fn] of this.listeners) this.o.lifecycle?.removeEventListener(type, fn)
-    this.store.release()
     const p = this.producer
     this.producer = null
     await p?.close({ timeoutMs: 0 }).catch(() => {})
+    this.abort.abort()
+    this.unlock?.()
+    this.channel?.close()
     for (const w of this.waiters) w.reject(new KafkaEdgeError('closed before the events were acknowledged; they stay in the outbox'))
     this.waiters.clear()
   }
 
   // ---- internals -------------------------------------------------------------------------------
+
+  /** Writes what track() queued in this task, in one transaction. */
+  private async store(): Promise<void> {
+    const q = this.queue
+    this.queue = []
+    let n = 0
+    let err: Error = new OutboxFullError(`the analytics outbox holds maxOutboxEvents (${this.o.maxOutboxEvents ?? 10_000}) events `
+      + 'not yet acknowledged: Kafka or the relay is unreachable, or events come faster than they can be sent')
+    try {
+      n = await this.outbox.add(q.map((x) => x.e), this.o.maxOutboxEvents ?? 10_000)
+    } catch (e) {
+      err = e as Error
+    }
+    for (const [i, x] of q.entries()) {
+      if (i >= n) { x.reject(err); continue }
+      this.mine.add(x.e.id)
+      x.resolve(x.e.id)
+    }
+    this.statsData.tracked += n
+    if (n === 0) return
+    if (this.role === 'owner') this.wake(n >= (this.o.maxBatchEvents ?? 200) ? 0 : this.o.flushIntervalMs ?? 1000)
+    else this.channel?.postMessage({ added: 1 } satisfies Message)
+  }
+
+  private received(m: Message): void {
+    if ('acked' in m) this.settle(m.acked)
+    else if (this.role === 'owner') this.wake(this.o.flushIntervalMs ?? 1000)
+  }
+
+  private settle(ids: string[]): void {
+    for (const id of ids) this.mine.delete(id)
+    for (const w of this.waiters) {
+      for (const id of ids) w.ids.delete(id)
+      if (w.ids.size === 0) { this.waiters.delete(w); w.resolve() }
+    }
+  }
+
+  /** This tab won the lock: it sends the origin's outbox, resuming the producer from its checkpoint. */
+  private own(): void {
+    if (this.closed) { this.unlock?.(); return }
+    this.role = 'owner'
+    this.wake(0)
+  }
 
   private listen(): void {
     const target = this.o.lifecycle === undefined ? (globalThis as { addEventListener?: unknown }).addEventListener ? globalThis as unknown as EventTarget : null : this.o.lifecycle
@@ -209,125 +285,207 @@ export class Analytics {
     const doc = this.o.document === undefined ? (globalThis as { document?: { visibilityState: string } }).document ?? null : this.o.document
     const on = (type: string, fn: (e: Event) => void) => { target.addEventListener(type, fn); this.listeners.push([type, fn]) }
     this.o.lifecycle = target
-    // The page may be going away: send now. What is not acknowledged stays in the outbox, released
-    // so that the next page load takes it over at once instead of waiting for the heartbeat to go stale.
-    on('pagehide', () => { this.sendNow(); this.store.release() })
-    on('visibilitychange', () => { if (!doc || doc.visibilityState === 'hidden') this.sendNow() })
-    // Back from the back/forward cache: take our events back (another tab may have claimed some).
-    on('pageshow', (e) => {
-      if (!(e as { persisted?: boolean }).persisted) return
-      this.store.beat(Date.now())
-      this.unsent = this.unsent.filter((x) => this.store.has(x.seq))
-      this.adopt()
-      this.schedule(0)
-    })
-    on('online', () => { this.sendNow() })
+    // The page may be going away: send what waits now instead of at the end of the batching window.
+    const now = () => { this.retryAt = 0; this.backoffMs = 0; this.wake(0) }
+    on('pagehide', () => { this.beacon(); now() })
+    on('visibilitychange', () => { if (!doc || doc.visibilityState === 'hidden') { this.beacon(); now() } })
+    on('online', now)
   }
 
-  private sendNow(): void {
-    if (this.closed) return
-    this.retryAt = 0
-    this.backoffMs = 0
-    this.pump()
+  /**
+   * The page may be going away with batches in flight: send them once more, as they are (same
+   * producer id, epoch and sequences), to the relay's HTTP route with fetch({ keepalive: true }),
+   * which outlives the page. A batch that already arrived is answered as a duplicate; whatever the
+   * beacon does not deliver, the next page load resends from the checkpoint. Kafka takes one batch
+   * per partition per request, so the k-th batch of every partition goes in the k-th request (per
+   * leader); requests stop at the browsers' 64 KiB keepalive budget.
+   */
+  private beacon(): void {
+    const p = this.producer
+    const cp = this.lastCp
+    const url = this.o.beaconUrl === undefined ? `${this.o.relayUrl.replace(/^ws/, 'http')}/beacon` : this.o.beaconUrl
+    if (!p || !cp?.pending.length || url === null || this.o.transport || this.lastToken === undefined) return
+    const rounds: Array<Map<string, PendingBatch[]>> = []
+    const next = new Map<string, number>()
+    for (const b of [...cp.pending].sort((x, y) => x.baseSequence - y.baseSequence)) {
+      const broker = p.cluster.brokers.get(p.cluster.leaderFor(b.topic, b.partition))
+      if (!broker) continue
+      const tp = `${b.topic}\0${b.partition}`
+      const k = next.get(tp) ?? 0
+      next.set(tp, k + 1)
+      const to = `${broker.host.includes(':') ? `[${broker.host}]` : broker.host}:${broker.port}`
+      const round = rounds[k] ??= new Map()
+      round.set(to, [...round.get(to) ?? [], b])
+    }
+    let budget = 64 * 1024
+    for (const round of rounds) {
+      for (const [broker, batches] of round) {
+        const topicData = [...new Set(batches.map((b) => b.topic))].map((name) => ({
+          name, partitionData: batches.filter((b) => b.topic === name).map((b) => ({ index: b.partition, records: b.bytes })),
+        }))
+        const frame = encodeRequest(Produce, 9, 0, 'kafka-edge-beacon', { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData })
+        const head = new TextEncoder().encode(`${JSON.stringify({ token: this.lastToken, ticket: this.ticket, broker })}\n`)
+        budget -= head.length + frame.length
+        if (budget < 0) return
+        const body = new Uint8Array(head.length + frame.length)
+        body.set(head)
+        body.set(frame, head.length)
+        fetch(url, { method: 'POST', body, keepalive: true, mode: 'no-cors' }).catch(() => {})
+        this.statsData.beacons++
+      }
+    }
   }
 
-  /** Takes over entries of owners that released them or died, plus our own from a previous life. */
-  private adopt(): void {
-    const known = new Set([...this.unsent.map((e) => e.seq), ...this.inflight.keys()])
-    const fresh = this.store.claim(Date.now()).filter((e) => !known.has(e.seq))
-    if (fresh.length === 0) return
-    this.statsData.recovered += fresh.length
-    this.unsent = [...fresh, ...this.unsent].sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0))
-    this.schedule(0)
-  }
-
-  private schedule(ms: number): void {
-    if (this.closed) return
+  private wake(ms: number): void {
+    if (this.closed || this.role !== 'owner') return
     const at = Math.max(Date.now() + ms, this.retryAt)
     if (this.timer) {
       if (ms > 0) return // an earlier send is already due
       clearTimeout(this.timer)
     }
-    this.timer = setTimeout(() => { this.timer = null; this.pump() }, Math.max(0, at - Date.now()))
+    this.timer = setTimeout(() => { this.timer = null; void this.pump() }, Math.max(0, at - Date.now()))
   }
 
-  private getProducer(): Producer {
+  private async getProducer(): Promise<Producer> {
     if (this.producer && !this.producer.state.fatal) return this.producer
     const old = this.producer
     if (old) void old.close({ timeoutMs: 0 }).catch(() => {})
     const o = this.o
+    // A resumed producer id is accepted by a relay that never saw it (restarted, another instance)
+    // on the relay's ticket, kept in the checkpoint beside the id.
+    const saved = await this.outbox.load<ProducerCheckpoint>()
     this.producer = createProducer({
       // The relay connects bootstrap requests to its own brokers: any placeholder address works.
       'bootstrap.servers': 'relay:443',
-      transport: o.transport ?? websocket({ url: o.relayUrl, token: o.token, WebSocket: o.WebSocket }),
+      transport: o.transport ?? websocket({
+        url: o.relayUrl,
+        token: async () => (this.lastToken = typeof o.token === 'string' ? o.token : await o.token()),
+        WebSocket: o.WebSocket,
+        producerIdTicket: saved?.ticket,
+        onProducerIdTicket: (t) => { this.ticket = t.ticket },
+      }),
       'client.id': 'kafka-edge-analytics',
       'linger.ms': 20,
       'compression.type': 'lz4',
       'max.block.ms': 30_000,
-      'delivery.timeout.ms': 60_000,
-      ...(o.wasm ? { wasm: o.wasm } : {}),
+      // A batch given up on would have to go out again under new sequences, which the broker cannot
+      // recognise as a copy: keep retrying it until acknowledged, through any outage.
+      'delivery.timeout.ms': 2_147_483_647,
+      wasm: this.wasm,
       ...o.producer,
+      checkpoint: { load: () => this.outbox.load<ProducerCheckpoint>(), save: (cp) => this.checkpoint(cp) } satisfies CheckpointStore,
     })
     return this.producer
   }
 
-  private pump(): void {
-    if (this.closed || this.unsent.length === 0) return
-    if (this.retryAt > Date.now()) { this.schedule(0); return }
-    let producer: Producer
-    try {
-      producer = this.getProducer()
-    } catch (e) {
-      this.report(e as Error)
-      return
+  /**
+   * The producer's checkpoint store: the events inside the batches it is about to send leave the
+   * outbox in the same transaction that saves those batches, so after a crash each event is in
+   * exactly one of the two places (the checkpoint's batches are resent under their sequences, the
+   * outbox's events are sent anew).
+   */
+  private async checkpoint(cp: ProducerCheckpoint): Promise<void> {
+    const take: number[] = []
+    const seen = new Set<string>()
+    if (this.inflight.size > 0 && cp.pending.length > 0) {
+      const core = await loadCore(this.wasm as CoreSource)
+      for (const b of cp.pending) {
+        // Producer id, epoch, base sequence and count (header bytes 43..61) name a batch; a batch
+        // read at an earlier save has given up its events already.
+        const stamp = `${b.bytes.subarray(43, 61).join()}`
+        seen.add(stamp)
+        if (this.decoded.has(stamp)) continue
+        for (const r of readBatchRecords(core, b.bytes)) {
+          const e = this.inflight.get((JSON.parse(utf8.decode(r.value!)) as { id: string }).id)
+          if (e?.k !== undefined) { take.push(e.k); delete e.k }
+        }
+      }
     }
-    const batch = this.unsent
-    this.unsent = []
-    for (const e of batch) {
-      if (!this.store.has(e.seq)) continue // claimed by another tab meanwhile
-      this.inflight.set(e.seq, e)
-      producer.send({ topic: e.topic, key: e.key, value: e.value, timestamp: e.timestamp, headers: { 'event-type': e.type } }).then(
-        () => this.acked(e),
-        (err: Error) => this.failed(e, err, producer),
-      )
+    this.decoded = seen
+    if (this.ticket) cp.ticket = this.ticket
+    this.lastCp = cp
+    await this.outbox.save(cp, take)
+  }
+
+  private async pump(): Promise<void> {
+    if (this.closed || this.role !== 'owner') return
+    if (this.pumping) { this.again = true; return }
+    if (this.retryAt > Date.now()) { this.wake(0); return }
+    this.pumping = true
+    try {
+      const producer = await this.getProducer()
+      // Takes over the checkpoint (resending its batches) even when the outbox holds nothing new.
+      await producer.connect()
+      while (this.inflight.size < MAX_IN_FLIGHT && !this.closed) {
+        const batch = await this.outbox.read(this.lastKey, READ_CHUNK)
+        for (const e of batch) {
+          this.lastKey = e.k!
+          if (this.inflight.has(e.id)) continue // the same id tracked twice: sent once
+          this.inflight.set(e.id, e)
+          const headers = { 'event-type': e.type, ...(e.dup ? { [POSSIBLE_DUPLICATE_HEADER]: '1' } : {}) }
+          producer.send({ topic: e.topic, key: e.key, value: e.value, timestamp: e.timestamp, headers }).then(
+            () => this.acked(e),
+            (err: Error) => this.failed(e, err as KafkaEdgeError, producer),
+          )
+        }
+        if (batch.length < READ_CHUNK) break
+      }
+    } catch (err) {
+      this.statsData.retries++
+      this.report(err as Error)
+      this.backoff()
+    } finally {
+      this.pumping = false
+      if (this.again) { this.again = false; this.wake(0) }
     }
   }
 
   private acked(e: OutboxEntry): void {
-    this.inflight.delete(e.seq)
-    this.store.delete(e.seq)
+    this.inflight.delete(e.id)
     this.statsData.acked++
     this.backoffMs = 0
-    for (const w of this.waiters) {
-      w.seqs.delete(e.seq)
-      if (w.seqs.size === 0) { this.waiters.delete(w); w.resolve() }
-    }
+    if (e.k !== undefined) this.ackedKeys.push(e.k)
+    this.ackedIds.push(e.id)
+    if (this.ackedIds.length > 1) return
+    // Acknowledgements arrive per record; removals and notices go out once per task.
+    setTimeout(() => {
+      const ids = this.ackedIds
+      const keys = this.ackedKeys
+      this.ackedIds = []
+      this.ackedKeys = []
+      if (keys.length) this.outbox.remove(keys).catch((err: Error) => this.report(err))
+      this.settle(ids)
+      if (!this.closed) this.channel?.postMessage({ acked: ids } satisfies Message)
+      if (this.inflight.size < MAX_IN_FLIGHT / 2) this.wake(0)
+    }, 0)
   }
 
-  private failed(e: OutboxEntry, err: Error, producer: Producer): void {
-    this.inflight.delete(e.seq)
+  /**
+   * A send failed for good (the producer gave up on its batch): the event goes back to the end of
+   * the outbox, marked as a possible duplicate when the failed send may have reached the log.
+   */
+  private failed(e: OutboxEntry, err: KafkaEdgeError, producer: Producer): void {
+    this.inflight.delete(e.id)
     if (this.closed) return
     this.statsData.retries++
-    // A producer that cannot go on (fatal state, closed) is replaced; otherwise it is reused.
     if (this.producer === producer && (producer.state.fatal || err.name === 'ClosedError')) {
       this.producer = null
       void producer.close({ timeoutMs: 0 }).catch(() => {})
     }
-    if (this.store.has(e.seq)) {
-      this.unsent.push(e)
-      this.unsent.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0))
-    }
-    // One backoff step per failed round, not per event of the round.
-    if (this.retryAt <= Date.now()) {
-      const base = this.o.retryBackoffMs ?? 1000
-      this.backoffMs = Math.min(this.o.retryBackoffMaxMs ?? 30_000, this.backoffMs ? this.backoffMs * 2 : base)
-      this.retryAt = Date.now() + this.backoffMs * (0.8 + Math.random() * 0.4)
-      this.report(err)
-    }
-    for (const w of this.waiters) {
-      if (w.seqs.has(e.seq)) { this.waiters.delete(w); w.reject(err) }
-    }
-    this.schedule(0)
+    const old = e.k === undefined ? [] : [e.k]
+    const again: OutboxEntry = { ...e, ...(err.mayHaveBeenWritten || e.dup ? { dup: 1 } : {}) }
+    this.outbox.remove(old, [again]).catch((x: Error) => this.report(x))
+    if (this.retryAt <= Date.now()) { this.report(err); this.backoff() }
+    for (const w of this.waiters) if (w.ids.has(e.id)) { this.waiters.delete(w); w.reject(err) }
+    this.wake(0)
+  }
+
+  /** One backoff step per failed round, not per event of the round. */
+  private backoff(): void {
+    if (this.retryAt > Date.now()) return
+    this.backoffMs = Math.min(this.o.retryBackoffMaxMs ?? 30_000, this.backoffMs ? this.backoffMs * 2 : this.o.retryBackoffMs ?? 1000)
+    this.retryAt = Date.now() + this.backoffMs * (0.8 + Math.random() * 0.4)
+    this.wake(0)
   }
 
   private report(err: Error): void {

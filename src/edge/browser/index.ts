@@ -1,7 +1,10 @@
 /**
  * kafka-edge/browser: the analytics SDK. `createAnalytics({ relayUrl, token, topic })` then
- * `track({ type, data })`. See analytics.ts for the delivery guarantees (at least once across page
- * loads; dedupe on the event id carried in every value).
+ * `await track({ type, data })`. Delivery is exactly once through page reloads, crashes, offline
+ * periods and tabs (docs/browser.md).
  */
-export { Analytics, createAnalytics, OutboxFullError, type AnalyticsEvent, type AnalyticsOptions, type AnalyticsStats } from './analytics.js'
-export { MemoryOutbox, WebStorageOutbox, type OutboxEntry, type OutboxStore, type StorageLike } from './outbox.js'
+export {
+  Analytics, createAnalytics, OutboxFullError, type AnalyticsEvent, type AnalyticsOptions, type AnalyticsStats, type LockManagerLike,
+} from './analytics.js'
+export { POSSIBLE_DUPLICATE_HEADER } from '../producer/checkpoint.js'
+export { IndexedDbOutbox, MemoryStorage, WebStorageOutbox, type Outbox, type OutboxEntry, type StorageLike } from './outbox.js'

@@ -1,19 +1,17 @@
 /**
- * The analytics outbox: every tracked event is written here before anything is sent, and removed
- * only after Kafka acknowledged it. It survives reloads, crashes and offline periods (Web Storage
- * is synchronous: an event tracked right before the page dies is already on disk).
+ * The analytics outbox, shared by every tab of an origin: each tracked event is written here before
+ * anything is sent. An event leaves it when Kafka acknowledged it, or earlier, in the same atomic
+ * step that saves the producer checkpoint holding the encoded batch it went out in (from then on the
+ * checkpoint, which a later page resends under the same sequences, is what keeps it).
  *
- * Several tabs of one origin share the storage, so entries carry an owner (one per SDK instance)
- * and owners keep a heartbeat. An instance resends only its own entries; entries of an owner that
- * released them (pagehide, close) or stopped beating (crashed tab) are claimed by the next instance
- * that looks (a reload, another tab). Two tabs claiming the same orphan at the same instant may both
- * send it: the event id in the value is what consumers dedupe on.
+ * IndexedDB where the page has it; Web Storage (localStorage) where it does not; a Map otherwise.
  */
+import { KafkaEdgeError, nameClass } from '../errors.js'
 
 export interface OutboxEntry {
-  /** Ordering key: creation time + counter + random (sorts in tracking order). */
-  seq: string
-  /** The event id, also inside `value`: consumers dedupe on it. */
+  /** Storage key, assigned when the event is stored: tracking order across the origin's tabs. */
+  k?: number
+  /** The event id, also inside `value`. */
   id: string
   topic: string
   key: string | null
@@ -21,20 +19,98 @@ export interface OutboxEntry {
   value: string
   timestamp: number
   type: string
+  /** 1 when an earlier send of this event may be in the log (its outcome was never confirmed). */
+  dup?: 1
 }
 
-export interface OutboxStore {
-  /** Claims orphaned entries (released or stale owners) and returns this owner's entries in seq order. */
-  claim(now: number): OutboxEntry[]
-  put(entry: OutboxEntry): void
-  delete(seq: string): void
-  has(seq: string): boolean
-  /** Entries this owner holds. */
-  readonly size: number
-  /** Marks this owner alive. */
-  beat(now: number): void
-  /** Gives this owner's entries up to whoever loads next (pagehide, close). beat() takes them back. */
-  release(): void
+/** What the outbox keeps of the producer checkpoint: opaque but for the encoded batches it carries. */
+export interface StoredCheckpoint { pending: Array<{ bytes: Uint8Array }> }
+
+/** The outbox holds maxOutboxEvents events (or the browser's storage quota is used up). */
+export class OutboxFullError extends KafkaEdgeError {}
+nameClass(OutboxFullError, 'OutboxFullError')
+
+export interface Outbox {
+  /** Stores entries in order, assigning `k`; resolves once they are durable. Returns how many fitted under `max`. */
+  add(entries: OutboxEntry[], max: number): Promise<number>
+  /** Up to `limit` entries with a key above `after`, in key order. */
+  read(after: number, limit: number): Promise<OutboxEntry[]>
+  /** Removes entries by key and stores `add` (keys assigned) in one atomic step. */
+  remove(keys: number[], add?: OutboxEntry[]): Promise<void>
+  count(): Promise<number>
+  load<C extends StoredCheckpoint>(): Promise<C | undefined>
+  /** Saves the producer checkpoint and removes the entries its batches carry, atomically. */
+  save(cp: StoredCheckpoint, remove: number[]): Promise<void>
+}
+
+const full = (cause?: unknown) => new OutboxFullError(
+  'the analytics outbox is full: events stay in it until Kafka acknowledges them, so the relay or Kafka has been unreachable '
+  + 'for a while (raise maxOutboxEvents or let the backlog drain)', { cause })
+
+const req = <T>(r: IDBRequest<T>) => new Promise<T>((resolve, reject) => { r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error) })
+
+/** Object stores: `e` (entries, auto-increment keys) and `cp` (the checkpoint under key 1). */
+export class IndexedDbOutbox implements Outbox {
+  private readonly db: Promise<IDBDatabase>
+
+  constructor(idb: IDBFactory, name: string) {
+    const r = idb.open(name, 1)
+    r.onupgradeneeded = () => { r.result.createObjectStore('e', { autoIncrement: true }); r.result.createObjectStore('cp') }
+    this.db = req(r)
+  }
+
+  /** Runs `fn` in one transaction; resolves with its result once the transaction committed. */
+  private async tx<T>(stores: string[], mode: IDBTransactionMode, fn: (s: IDBObjectStore[]) => Promise<T> | T): Promise<T> {
+    const t = (await this.db).transaction(stores, mode)
+    const committed = new Promise<void>((resolve, reject) => {
+      t.oncomplete = () => resolve()
+      t.onabort = () => reject(t.error?.name === 'QuotaExceededError' ? full(t.error) : t.error ?? new KafkaEdgeError('IndexedDB transaction aborted'))
+    })
+    let out: T
+    try {
+      out = await fn(stores.map((s) => t.objectStore(s)))
+    } catch (e) {
+      try { t.abort() } catch { /* already finished */ }
+      committed.catch(() => {})
+      throw e
+    }
+    await committed
+    return out
+  }
+
+  add(entries: OutboxEntry[], max: number): Promise<number> {
+    return this.tx(['e'], 'readwrite', async ([s]) => {
+      const n = Math.max(0, Math.min(entries.length, max - await req(s!.count())))
+      for (const e of entries.slice(0, n)) void req(s!.add(e)).then((k) => { e.k = k as number })
+      return n
+    })
+  }
+
+  read(after: number, limit: number): Promise<OutboxEntry[]> {
+    return this.tx(['e'], 'readonly', async ([s]) => {
+      const range = IDBKeyRange.lowerBound(after, true)
+      const [keys, values] = await Promise.all([req(s!.getAllKeys(range, limit)), req(s!.getAll(range, limit))])
+      return (values as OutboxEntry[]).map((v, i) => ({ ...v, k: keys[i] as number }))
+    })
+  }
+
+  remove(keys: number[], add: OutboxEntry[] = []): Promise<void> {
+    return this.tx(['e'], 'readwrite', ([s]) => {
+      for (const k of keys) s!.delete(k)
+      for (const e of add) { delete e.k; void req(s!.add(e)).then((k) => { e.k = k as number }) }
+    })
+  }
+
+  count(): Promise<number> { return this.tx(['e'], 'readonly', ([s]) => req(s!.count())) }
+
+  load<C extends StoredCheckpoint>(): Promise<C | undefined> { return this.tx(['cp'], 'readonly', ([s]) => req(s!.get(1)) as Promise<C | undefined>) }
+
+  save(cp: StoredCheckpoint, remove: number[]): Promise<void> {
+    return this.tx(['e', 'cp'], 'readwrite', ([e, c]) => {
+      c!.put(cp, 1)
+      for (const k of remove) e!.delete(k)
+    })
+  }
 }
 
 /** The subset of the Web Storage API used (localStorage, sessionStorage, or a test double). */
@@ -46,102 +122,80 @@ export interface StorageLike {
   removeItem(key: string): void
 }
 
-export class OutboxFullError extends Error {
-  constructor(message: string) { super(message); this.name = 'OutboxFullError' }
-}
+/** Web Storage under a namespace: `${ns}:n` next key, `${ns}:e:${k}` entries, `${ns}:cp` the checkpoint. */
+export class WebStorageOutbox implements Outbox {
+  constructor(private readonly storage: StorageLike, private readonly ns: string) {}
 
-/**
- * Web Storage layout, under a namespace `ns`:
- *   `${ns}:e:${owner}:${seq}` -> entry JSON        `${ns}:hb:${owner}` -> last heartbeat (ms), 0 = released
- */
-export class WebStorageOutbox implements OutboxStore {
-  private readonly mine = new Set<string>()
-
-  constructor(private readonly storage: StorageLike, private readonly ns: string, readonly owner: string, private readonly staleMs = 15_000) {}
-
-  private entryKey(owner: string, seq: string): string { return `${this.ns}:e:${owner}:${seq}` }
-  private hbKey(owner: string): string { return `${this.ns}:hb:${owner}` }
-
-  get size(): number { return this.mine.size }
-
-  has(seq: string): boolean { return this.mine.has(seq) && this.storage.getItem(this.entryKey(this.owner, seq)) !== null }
-
-  claim(now: number): OutboxEntry[] {
+  private keys(): number[] {
     const prefix = `${this.ns}:e:`
-    const keys: string[] = []
+    const out: number[] = []
     for (let i = 0; i < this.storage.length; i++) {
       const k = this.storage.key(i)
-      if (k !== null && k.startsWith(prefix)) keys.push(k)
+      if (k?.startsWith(prefix)) out.push(Number(k.slice(prefix.length)))
     }
-    const alive = new Map<string, boolean>()
-    const isAlive = (owner: string) => {
-      if (owner === this.owner) return true
-      let a = alive.get(owner)
-      if (a === undefined) {
-        const hb = Number(this.storage.getItem(this.hbKey(owner)) ?? '0')
-        a = hb > 0 && now - hb < this.staleMs
-        alive.set(owner, a)
-      }
-      return a
-    }
-    const out: OutboxEntry[] = []
-    for (const k of keys) {
-      const rest = k.slice(prefix.length)
-      const cut = rest.indexOf(':')
-      if (cut < 0) continue
-      const owner = rest.slice(0, cut)
-      const seq = rest.slice(cut + 1)
-      if (!isAlive(owner)) {
-        const raw = this.storage.getItem(k)
-        if (raw === null) continue // another tab claimed it first
-        this.storage.setItem(this.entryKey(this.owner, seq), raw)
-        this.storage.removeItem(k)
-      } else if (owner !== this.owner) continue
-      const raw = this.storage.getItem(this.entryKey(this.owner, seq))
-      if (raw === null) continue
-      try {
-        out.push(JSON.parse(raw) as OutboxEntry)
-        this.mine.add(seq)
-      } catch {
-        this.storage.removeItem(this.entryKey(this.owner, seq)) // unreadable: cannot be sent
-      }
-    }
-    for (const [owner, a] of alive) if (!a) this.storage.removeItem(this.hbKey(owner))
-    return out.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0))
+    return out.sort((a, b) => a - b)
   }
 
-  put(entry: OutboxEntry): void {
+  private put(e: OutboxEntry): void {
+    const k = Number(this.storage.getItem(`${this.ns}:n`) ?? 1)
+    delete e.k
     try {
-      this.storage.setItem(this.entryKey(this.owner, entry.seq), JSON.stringify(entry))
-    } catch (e) {
-      throw new OutboxFullError(`the outbox storage refused the event (${(e as Error).name}: ${(e as Error).message}); ` +
-        'events are kept until Kafka acknowledges them, so the relay may be unreachable')
+      this.storage.setItem(`${this.ns}:e:${k}`, JSON.stringify(e))
+      this.storage.setItem(`${this.ns}:n`, String(k + 1))
+    } catch (err) {
+      this.storage.removeItem(`${this.ns}:e:${k}`)
+      throw full(err)
     }
-    this.mine.add(entry.seq)
+    e.k = k
   }
 
-  delete(seq: string): void {
-    this.storage.removeItem(this.entryKey(this.owner, seq))
-    this.mine.delete(seq)
+  async add(entries: OutboxEntry[], max: number): Promise<number> {
+    const n = Math.max(0, Math.min(entries.length, max - this.keys().length))
+    for (const e of entries.slice(0, n)) this.put(e)
+    return n
   }
 
-  beat(now: number): void {
-    try { this.storage.setItem(this.hbKey(this.owner), String(now)) } catch { /* storage full: entries still count as ours until stale */ }
+  async read(after: number, limit: number): Promise<OutboxEntry[]> {
+    const out: OutboxEntry[] = []
+    for (const k of this.keys()) {
+      if (k <= after) continue
+      if (out.length >= limit) break
+      const raw = this.storage.getItem(`${this.ns}:e:${k}`)
+      if (raw !== null) out.push({ ...JSON.parse(raw) as OutboxEntry, k })
+    }
+    return out
   }
 
-  release(): void {
-    try { this.storage.setItem(this.hbKey(this.owner), '0') } catch { /* ignore */ }
+  async remove(keys: number[], add: OutboxEntry[] = []): Promise<void> {
+    for (const k of keys) this.storage.removeItem(`${this.ns}:e:${k}`)
+    for (const e of add) this.put(e)
+  }
+
+  async count(): Promise<number> { return this.keys().length }
+
+  async load<C extends StoredCheckpoint>(): Promise<C | undefined> {
+    const raw = this.storage.getItem(`${this.ns}:cp`)
+    return raw === null ? undefined : JSON.parse(raw, (_, v: unknown) => (v as { b64?: string })?.b64 !== undefined
+      ? Uint8Array.from(atob((v as { b64: string }).b64), (c) => c.charCodeAt(0)) : v) as C
+  }
+
+  async save(cp: StoredCheckpoint, remove: number[]): Promise<void> {
+    try {
+      this.storage.setItem(`${this.ns}:cp`, JSON.stringify(cp, (_, v: unknown) => v instanceof Uint8Array
+        ? { b64: btoa(Array.from(v, (c) => String.fromCharCode(c)).join('')) } : v))
+    } catch (err) {
+      throw full(err)
+    }
+    await this.remove(remove)
   }
 }
 
-/** Keeps entries in memory only (no Web Storage, e.g. a Worker or a test): nothing survives a reload. */
-export class MemoryOutbox implements OutboxStore {
-  private readonly entries = new Map<string, OutboxEntry>()
-  get size(): number { return this.entries.size }
-  claim(): OutboxEntry[] { return [...this.entries.values()].sort((a, b) => (a.seq < b.seq ? -1 : 1)) }
-  put(entry: OutboxEntry): void { this.entries.set(entry.seq, entry) }
-  delete(seq: string): void { this.entries.delete(seq) }
-  has(seq: string): boolean { return this.entries.has(seq) }
-  beat(): void {}
-  release(): void {}
+/** Web Storage semantics in a Map: nothing survives a reload (a Worker, tests). */
+export class MemoryStorage implements StorageLike {
+  private readonly m = new Map<string, string>()
+  get length(): number { return this.m.size }
+  key(i: number): string | null { return [...this.m.keys()][i] ?? null }
+  getItem(k: string): string | null { return this.m.get(k) ?? null }
+  setItem(k: string, v: string): void { this.m.set(k, String(v)) }
+  removeItem(k: string): void { this.m.delete(k) }
 }

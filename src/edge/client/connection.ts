@@ -1,5 +1,6 @@
 import type { SaslMechanism } from '../auth/mechanism.js'
-import { authenticate, reauthenticationDelay, type SaslCall } from '../auth/sasl.js'
+import type { SaslCall } from '../auth/sasl.js'
+import { extensions } from '../extensions.js'
 import type { Clock } from '../clock.js'
 import { silentLog, type Log } from '../log.js'
 import { ClosedError, KafkaEdgeError, NetworkException, ProtocolError, TimeoutException } from '../errors.js'
@@ -100,12 +101,12 @@ export class Connection {
       if (version === null) throw new KafkaEdgeError(`broker ${this.describe()} does not support ${api.name}; it cannot authenticate with SASL`)
       return this.rawRequest(api, version, body, true, this.opts.requestTimeoutMs, true).response
     }
-    return (await authenticate(mechanism, this.address, call)).lifetimeMs
+    return (await extensions.sasl!.authenticate(mechanism, this.address, call)).lifetimeMs
   }
 
   private scheduleReauthentication(lifetimeMs: number): void {
     if (lifetimeMs <= 0 || this.closedError) return
-    this.reauthTimer = this.opts.clock.setTimeout(() => { void this.reauthenticate() }, reauthenticationDelay(lifetimeMs, this.opts.random))
+    this.reauthTimer = this.opts.clock.setTimeout(() => { void this.reauthenticate() }, extensions.sasl!.reauthenticationDelay(lifetimeMs, this.opts.random))
   }
 
   /**

@@ -3,9 +3,9 @@ import { ConfigException } from '../errors.js'
 import type { CompressionType } from '../wasm/core.js'
 import type { SaslMechanism } from '../auth/mechanism.js'
 import { LOG_CONTEXTS, Log, consoleLogger, type LogContext, type Logger } from '../log.js'
-import { oauthBearer, parseJaasConfig, plain, type OAuthBearerToken } from '../auth/sasl.js'
-import { awsMskIam, type AwsCredentials } from '../auth/aws-msk-iam.js'
-import { scram } from '../auth/scram.js'
+import type { OAuthBearerToken } from '../auth/sasl.js'
+import type { AwsCredentials } from '../auth/aws-msk-iam.js'
+import { extensions } from '../extensions.js'
 import type { TlsSettings, Transport } from '../transport/transport.js'
 import type { CheckpointStore } from './checkpoint.js'
 
@@ -462,11 +462,6 @@ const SASL_KEYS = [
   'sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions', 'sasl.aws.credentials.provider', 'sasl.aws.region',
 ]
 const SSL_KEYS = ['ssl.ca.pem', 'ssl.certificate.pem', 'ssl.key.pem', 'ssl.endpoint.identification.algorithm']
-const JAAS_MODULES: Record<string, string> = {
-  PLAIN: 'org.apache.kafka.common.security.plain.PlainLoginModule',
-  'SCRAM-SHA-256': 'org.apache.kafka.common.security.scram.ScramLoginModule',
-  'SCRAM-SHA-512': 'org.apache.kafka.common.security.scram.ScramLoginModule',
-}
 
 /** security.protocol with the ssl.* and sasl.* settings, checked against each other and the transport. */
 function parseSecurity(get: <T>(k: string) => T, given: Map<string, unknown>, transport: Transport): SecurityConfig {
@@ -513,58 +508,10 @@ function parseSecurity(get: <T>(k: string) => T, given: Map<string, unknown>, tr
       throw new ConfigException(`security.protocol ${protocol} cannot be used with the ${transport.name} transport: ` +
         'SASL credentials stay on the relay (set them in its config), never in the page')
     }
-    sasl = saslFromSettings(get, given)
+    if (!extensions.sasl) throw new ConfigException(`security.protocol ${protocol}: SASL is not in this build (kafka-edge/browser); import the producer from kafka-edge`)
+    sasl = extensions.sasl.fromSettings(get, given)
   }
   return { protocol, tls, sasl }
-}
-
-function saslFromSettings(get: <T>(k: string) => T, given: Map<string, unknown>): SaslMechanism {
-  const mechanism = get<string | null>('sasl.mechanism')
-  if (mechanism === null) {
-    throw new ConfigException("sasl.mechanism is required with SASL_PLAINTEXT / SASL_SSL (Kafka's default, GSSAPI, is not supported): " +
-      'set PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM')
-  }
-  const misplaced = (keys: string[]) => {
-    const found = keys.filter((k) => given.has(k))
-    if (found.length > 0) {
-      throw new ConfigException(`${found.join(', ')} ${found.length > 1 ? 'do' : 'does'} not apply to sasl.mechanism ${mechanism}; remove ${found.length > 1 ? 'them' : 'it'}`)
-    }
-  }
-  if (mechanism === 'PLAIN' || mechanism === 'SCRAM-SHA-256' || mechanism === 'SCRAM-SHA-512') {
-    misplaced(['sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions', 'sasl.aws.credentials.provider', 'sasl.aws.region'])
-    let username = get<string | null>('sasl.username')
-    let password = get<string | null>('sasl.password')
-    const jaas = get<string | null>('sasl.jaas.config')
-    if (jaas !== null) {
-      if (username !== null || password !== null) throw new ConfigException('set either sasl.jaas.config or sasl.username/sasl.password, not both')
-      let parsed: ReturnType<typeof parseJaasConfig>
-      try { parsed = parseJaasConfig(jaas) } catch (e) { throw new ConfigException(`sasl.jaas.config does not parse: ${(e as Error).message}`) }
-      if (parsed.loginModule !== JAAS_MODULES[mechanism]) {
-        throw new ConfigException(`sasl.jaas.config names ${parsed.loginModule}, but sasl.mechanism ${mechanism} needs ${JAAS_MODULES[mechanism]}`)
-      }
-      username = parsed.options.username ?? null
-      password = parsed.options.password ?? null
-    }
-    if (username === null || password === null) {
-      throw new ConfigException(`sasl.mechanism ${mechanism} needs sasl.username and sasl.password (or a sasl.jaas.config with username= and password=)`)
-    }
-    return mechanism === 'PLAIN' ? plain({ username, password }) : scram({ hash: mechanism === 'SCRAM-SHA-256' ? 'SHA-256' : 'SHA-512', username, password })
-  }
-  if (mechanism === 'OAUTHBEARER') {
-    misplaced(['sasl.username', 'sasl.password', 'sasl.jaas.config', 'sasl.aws.credentials.provider', 'sasl.aws.region'])
-    const tokenProvider = get<(() => Promise<OAuthBearerToken>) | null>('sasl.oauthbearer.token.provider')
-    if (!tokenProvider) throw new ConfigException('sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.token.provider: a function returning Promise<{ token, lifetimeMs }>')
-    const extensions = get<Record<string, string> | null>('sasl.oauthbearer.extensions') ?? {}
-    try { return oauthBearer({ tokenProvider, extensions }) } catch (e) { throw new ConfigException(`sasl.oauthbearer.extensions: ${(e as Error).message}`) }
-  }
-  misplaced(['sasl.username', 'sasl.password', 'sasl.jaas.config', 'sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions'])
-  const credentials = get<(() => Promise<AwsCredentials>) | null>('sasl.aws.credentials.provider')
-  const region = get<string | null>('sasl.aws.region')
-  if (!credentials || !region) {
-    throw new ConfigException('sasl.mechanism AWS_MSK_IAM needs sasl.aws.region and sasl.aws.credentials.provider ' +
-      '(a function returning { accessKeyId, secretAccessKey, sessionToken? })')
-  }
-  return awsMskIam({ region, credentials })
 }
 
 function makeLog(logger: Logger | null, debug: LogContext[] | string): Log {

@@ -12,8 +12,9 @@ import { StickyPartitioner, partitionForKey } from './partitioner.js'
 import { ProducerBatch, topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
 import { NUM_BATCHES_TO_RETAIN, IdempotenceManager, type ProducerIdState } from './idempotence.js'
-import { TransactionCoordinatorClient } from './transactions/coordinator-client.js'
-import { type GroupMetadata, type OffsetsToCommit, type TxnState } from './transactions/state.js'
+import { extensions } from '../extensions.js'
+import type { TransactionCoordinatorClient } from './transactions/coordinator-client.js'
+import type { GroupMetadata, OffsetsToCommit, TxnState } from './transactions/state.js'
 
 export type { RecordMetadata } from './producer-batch.js'
 
@@ -129,7 +130,10 @@ export class Producer {
       b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence; b.transactional = s.transactional
     // The accumulator drains a partition only once it is part of the transaction.
     }, c.transactionalId === null ? null : (tp) => this.transactions!.isSendToPartitionAllowed(tp), c.observer.onProducerId?.bind(c.observer)) : null
-    this.transactions = c.transactionalId !== null && this.idempotence ? new TransactionCoordinatorClient({
+    if (c.transactionalId !== null && !extensions.transactions) {
+      throw new ConfigException('transactional.id: transactions are not in this build (kafka-edge/browser is idempotent only); import the producer from kafka-edge')
+    }
+    this.transactions = c.transactionalId !== null && this.idempotence ? extensions.transactions!({
       transactionalId: c.transactionalId, transactionTimeoutMs: c.transactionTimeoutMs, retryBackoffMs: c.retryBackoffMs,
       maxBlockMs: c.maxBlockMs, clock: c.clock, cluster: this.cluster, idempotence: this.idempotence, observer: c.observer,
       host: {

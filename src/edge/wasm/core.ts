@@ -636,8 +636,7 @@ function bundledCoreUrl(): URL {
  * The separate build/core.wasm: read from disk where the module URL is a file (Node, Deno, Bun;
  * `process.getBuiltinModule` keeps `node:fs` out of what browser bundlers see), fetched otherwise.
  */
-async function fetchBundledCore(): Promise<CoreSource> {
-  const url = bundledCoreUrl()
+async function fetchBundledCore(url = bundledCoreUrl()): Promise<CoreSource> {
   if (url.protocol === 'file:') {
     const getBuiltin = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule
     const fs = getBuiltin?.('fs/promises') as { readFile(u: URL): Promise<Uint8Array> } | undefined
@@ -657,7 +656,17 @@ const WHERE_THE_CORE_COMES_FROM = '. A bundler that does not copy `new URL(..., 
   + ' passed as the producer\'s `wasm` (e.g. fetch() of kafka-edge/core.wasm emitted with the file loader),'
   + ' or import kafka-edge/inline, which embeds it'
 
-let defaultSource: DefaultCoreSource = fetchBundledCore
+let defaultSource: DefaultCoreSource = () => fetchBundledCore()
+
+let lz4Core: Promise<CoreSource> | undefined
+/**
+ * The lz4-only core (build/core-lz4.wasm, 5 kB gzip against 21 kB for all four codecs), fetched next
+ * to the bundle like the default one: the browser SDK's, which compresses with lz4 and reads back
+ * only its own batches. One promise per page, so loadCore() caches one instance for it.
+ */
+export function bundledLz4Core(): Promise<CoreSource> {
+  return lz4Core ??= fetchBundledCore(new URL('../../../build/core-lz4.wasm', import.meta.url))
+}
 
 /**
  * @internal Replaces where loadCore() finds the core when it is given none: the `kafka-edge/inline`

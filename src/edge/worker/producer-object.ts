@@ -1,5 +1,6 @@
 import coreModule from '../../../build/core.wasm'
 import { KafkaEdgeError } from '../errors.js'
+import '../producer/install.js'
 import { POSSIBLE_DUPLICATE_HEADER, batchIdentity, type CheckpointStore, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
 import type { ProducerSettings } from '../producer/config.js'
 import { createProducer, type Producer } from '../producer/producer.js'
