@@ -123,6 +123,13 @@ export class Checkpointer {
   private removals = false
   private removalTimer: unknown = null
 
+  /** Saves the waiting removals now (flush(): once it returns, acknowledged batches are out of the store). */
+  saveRemovals(): Promise<void> {
+    if (!this.removals || this.frozen) return Promise.resolve()
+    if (this.removalTimer !== null) { this.clock.clearTimeout(this.removalTimer); this.removalTimer = null }
+    return this.persist()
+  }
+
   /** Resolves once a save that started after this call completed. */
   persist(): Promise<void> {
     if (this.queued) return this.queued

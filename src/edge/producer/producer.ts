@@ -613,6 +613,12 @@ export class Producer {
     } finally {
       this.accumulator.flushesInProgress--
     }
+    // A settled batch leaves the checkpoint in a microtask after its records' reactions (Sender.release);
+    // the save that drops it may be waiting for company: flush() does not return before it.
+    if (this.checkpointer) {
+      await Promise.resolve()
+      await this.checkpointer.saveRemovals()
+    }
   }
 
   /**
