@@ -1,7 +1,7 @@
 import type { Cluster } from '../client/cluster.js'
 import type { Connection } from '../client/connection.js'
 import { InvalidRecordException, TimeoutException, markDelivery } from '../errors.js'
-import { invalidatesMetadata, isAmbiguous, isFatal, refusesProducerState } from './error-policy.js'
+import { invalidatesMetadata, isAmbiguous, isFatal, refusesProducerState, refusesResumedState } from './error-policy.js'
 import { InitProducerId, Produce, apiError, errorCode, errorInfo, type ResponseBody } from '../protocol/index.js'
 import type { RecordAccumulator } from './accumulator.js'
 import type { Checkpointer } from './checkpoint.js'
@@ -16,7 +16,6 @@ const INT_MAX = 2147483647
 /** Brokers refuse zstd batches in Produce requests below v7 (Kafka 2.1), and a 2.0 broker cannot read them. */
 export const ZSTD_MIN_PRODUCE_VERSION = 7
 const UNSUPPORTED_COMPRESSION_TYPE = errorCode('UNSUPPORTED_COMPRESSION_TYPE')
-const RESUME_REFUSALS = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'INVALID_PRODUCER_ID_MAPPING'].map(errorCode))
 
 /**
  * The send loop (Java's Sender), driven by wakeups instead of a thread: each run finds ready nodes,
@@ -379,7 +378,7 @@ export class Sender {
     if (batch.done) return
     const code = pr.errorCode
     if (isAmbiguous(code) || (refusesProducerState(code) && batch.inRetry)) batch.maybeWritten = true
-    if (batch.resumed && RESUME_REFUSALS.has(code) && this.resume) {
+    if (batch.resumed && refusesResumedState(code) && this.resume) {
       // The broker's state for the resumed identity is not what the checkpoint promised: a resend
       // under a new epoch could be a second copy, so its records go out again labelled instead.
       this.resume.onResumedRefused(batch, this.batchError(batch, pr))
