@@ -113,8 +113,7 @@ export class Producer {
   private readonly queueFn = (i: number): number => this.accumulator.queueSize(this.topicPartition(this.partTopic, i))
   /** @internal With the `checkpoint` setting. */
   checkpointer: Checkpointer | null = null
-  /** What happened to the loaded checkpoint; undefined until connect() loaded it (or without a checkpoint). */
-  resumeOutcome: ResumeOutcome | undefined
+  private resume: ResumeOutcome | undefined
   /** Relabelled resends not yet settled: their old batches stay in the checkpoint until then. */
   private relabelling: Array<Promise<unknown>> = []
 
@@ -147,6 +146,9 @@ export class Producer {
     this.metricsRegistry = new ProducerMetrics(c.clock)
     this.startedMs = c.clock.now()
   }
+
+  /** What happened to the loaded checkpoint; undefined until connect() loaded it (or without a checkpoint). */
+  get resumeOutcome(): ResumeOutcome | undefined { return this.resume }
 
   get state(): ProducerState {
     const pe = this.idempotence?.producerIdAndEpoch
@@ -214,7 +216,7 @@ export class Producer {
     if (this.core) return
     const cpr = this.checkpointer!
     if (!cp) {
-      this.resumeOutcome = { mode: 'none', batches: 0, records: 0 }
+      this.resume = { mode: 'none', batches: 0, records: 0 }
     } else {
       if (cp.v !== 1 || !/^\d+$/.test(cp.producerId) || !Array.isArray(cp.pending)) {
         throw new CheckpointException('the loaded checkpoint is not a version 1 ProducerCheckpoint; clear the store or load it with the kafka-edge version that wrote it')
@@ -243,10 +245,10 @@ export class Producer {
           this.accumulator.deque(b.tp).unshift(b)
           this.accumulator.incomplete.add(b)
         }
-        this.resumeOutcome = { mode: 'resumed', batches: batches.length, records }
+        this.resume = { mode: 'resumed', batches: batches.length, records }
         c.log.debug('checkpoint', 'producer resumed', { producerId: pe.producerId, epoch: pe.epoch, batches: batches.length })
       } else {
-        this.resumeOutcome = { mode: 'relabelled', batches: cp.pending.length, records, reason }
+        this.resume = { mode: 'relabelled', batches: cp.pending.length, records, reason }
         c.log.warn('checkpoint', 'resending a checkpoint\'s records as possible duplicates under a new producer id', {
           producerId: pe.producerId, batches: cp.pending.length, reason,
         })
@@ -342,7 +344,7 @@ export class Producer {
     const d = this.accumulator.deque(batch.tp)
     const victims = [batch, ...d.filter((b) => b.resumed && !b.done)]
     for (const b of this.sender.inFlightBatches) if (b.resumed && !b.done && b.tp === batch.tp && !victims.includes(b)) victims.push(b)
-    this.resumeOutcome = { ...(this.resumeOutcome ?? { mode: 'relabelled', batches: 0, records: 0 }), mode: 'relabelled', reason: error.message }
+    this.resume = { ...(this.resume ?? { mode: 'relabelled', batches: 0, records: 0 }), mode: 'relabelled', reason: error.message }
     for (const b of victims) {
       const i = d.indexOf(b)
       if (i >= 0) d.splice(i, 1)
