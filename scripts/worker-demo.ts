@@ -1,4 +1,4 @@
-// `npm start`, part two: the telemetry Worker (hono + the ProducerObject Durable Object) under
+// `npm start`, part two: the telemetry Worker (worker/telemetry.ts: the kafka-edge/worker component) under
 // `wrangler dev` on 127.0.0.1, producing to the local Kafka with cloudflare:sockets. POSTs sample
 // events, prints the Worker's answers and what the Java consumer reads. With --once it stops the
 // Worker afterwards; otherwise it keeps it running until Ctrl-C.
@@ -50,8 +50,9 @@ try {
   console.log(`\nThe Java consumer sees ${read.length} records the Worker produced:`)
   const dec = new TextDecoder()
   for (const r of read) console.log(`  p${r.partition}@${r.offset} key=${r.key ? dec.decode(r.key) : null} value=${r.value ? dec.decode(r.value) : null}`)
-  const m = await (await fetch(`${dev.url}/metrics`)).json() as Record<string, number>
-  console.log('Worker producer metrics:', JSON.stringify({ 'record-send-total': m['record-send-total'], 'batch-size-avg': m['batch-size-avg'], 'request-latency-avg': m['request-latency-avg'] }))
+  const metrics = await (await fetch(`${dev.url}/metrics`)).text()
+  const wanted = /^kafka_edge_(backlog_events|events_accepted_total|events_produced_total|produce_latency_seconds_(sum|count)|producer_record_send_total|producer_batch_size_avg)\{/
+  console.log(`Worker metrics (GET /metrics, Prometheus text), a few lines:\n${metrics.split('\n').filter((l) => wanted.test(l)).map((l) => `  ${l}`).join('\n')}`)
 } catch (e) {
   console.error(`worker demo failed: ${(e as Error).message}\n${dev.log()}`)
   await stop(1)

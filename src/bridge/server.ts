@@ -143,7 +143,8 @@ class Relay implements Bridge {
     this.metrics.gauge('kafka_edge_bridge_parse_budget_waiting', () => this.largeWaiting.length)
     this.metrics.gauge('kafka_edge_bridge_parse_budget_bytes', () => this.partialBytes)
     this.authn = new Authenticator(cfg.auth)
-    const ticketKeys: Array<string | Uint8Array> = cfg.auth.ticketSecrets.length > 0 ? [...cfg.auth.ticketSecrets] : cfg.auth.secrets.length > 0 ? [deriveTicketKey(cfg.auth.secrets[0]!)] : []
+    const ticketKeys: Array<string | Uint8Array> = cfg.auth.ticketSecrets.length > 0 ? [...cfg.auth.ticketSecrets]
+      : cfg.auth.secrets.length > 0 ? [deriveTicketKey(cfg.auth.secrets[0]!)] : []
     if (ticketKeys.length === 0) {
       this.log.warn('ticket_key_not_shared', { advice: 'set auth.ticketSecret: without it producer-id tickets verify only on this instance and not after a restart' })
       ticketKeys.push(randomBytes(32))
@@ -165,7 +166,9 @@ class Relay implements Bridge {
       res.once('finish', () => { if (!req.socket.destroyed) this.armHeaderDeadline(req.socket) })
       void this.http(req, res)
     }
-    this.server = cfg.listenTls ? createTlsServer({ cert: cfg.listenTls.cert, key: cfg.listenTls.key, handshakeTimeout: cfg.limits.upgradeTimeoutMs }, onRequest) : createServer(onRequest)
+    this.server = cfg.listenTls
+      ? createTlsServer({ cert: cfg.listenTls.cert, key: cfg.listenTls.key, handshakeTimeout: cfg.limits.upgradeTimeoutMs }, onRequest)
+      : createServer(onRequest)
     // Node's own header timeout is checked every 30 s; ours is exact, this is only a backstop.
     this.server.headersTimeout = cfg.limits.upgradeTimeoutMs + 1000
     this.server.requestTimeout = Math.max(cfg.limits.upgradeTimeoutMs + 2000, 30_000)
@@ -766,7 +769,9 @@ class RelayConnection implements RequestContext {
       if (relay.faults && verdict.apiKey === Produce.key && relay.cfg.faults.dropProduceResponseEvery > 0) {
         drop = ++relay.produceCount % relay.cfg.faults.dropProduceResponseEvery === 0
       }
-      this.pending.set(verdict.correlationId, { apiKey: verdict.apiKey, version: verdict.apiVersion, t0: performance.now(), learn: verdict.learn, drop, init: verdict.initProducerId ?? null })
+      this.pending.set(verdict.correlationId, {
+        apiKey: verdict.apiKey, version: verdict.apiVersion, t0: performance.now(), learn: verdict.learn, drop, init: verdict.initProducerId ?? null,
+      })
       if (this.pending.size >= limits.maxInFlight) this.pause('inflight')
     }
     relay.count.framesIn()
@@ -785,7 +790,7 @@ class RelayConnection implements RequestContext {
 
   private onUpstreamData(chunk: Buffer): void {
     let bodies: Uint8Array[]
-    try { bodies = this.decoder!.push(chunk) } catch (e) {
+    try { bodies = this.decoder!.push(chunk) } catch {
       this.relay.metrics.inc(M.upstreamErrors, { kind: 'protocol' })
       return this.close(CloseCode.INTERNAL, 'broker sent an unreadable frame', null)
     }

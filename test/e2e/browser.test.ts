@@ -82,7 +82,10 @@ for (const { name, present } of BROWSERS) {
       expect(await tabs[0]!.evaluate(() => (window as unknown as PageWindow).analytics.pending())).toBeGreaterThan(0)
       await Promise.all(tabs.map((t) => t.evaluate(() => (window as unknown as PageWindow).analytics.flush())))
       expect(await tabs[0]!.evaluate(() => (window as unknown as PageWindow).analytics.pending())).toBe(0)
-      const stats = await Promise.all(tabs.map((t) => t.evaluate(() => ({ ...(window as unknown as PageWindow).analytics.stats(), errors: (window as unknown as PageWindow).errors }))))
+      const stats = await Promise.all(tabs.map((t) => t.evaluate(() => {
+        const w = window as unknown as PageWindow
+        return { ...w.analytics.stats(), errors: w.errors }
+      })))
       expect(stats.map((s) => s.errors)).toEqual([[], [], []])
       expect(stats.find((s) => s.role === 'owner')!.acked).toBe(300)
       expect(stats.filter((s) => s.role === 'follower').map((s) => s.acked)).toEqual([0, 0])
@@ -138,7 +141,10 @@ for (const { name, present } of BROWSERS) {
           const r = indexedDB.open(`kafka-edge:${new URLSearchParams(location.search).get('topic')}`)
           r.onsuccess = () => {
             const g = r.result.transaction('cp').objectStore('cp').get(1)
-            g.onsuccess = () => { resolve((g.result as { pending: Array<{ recordCount: number }> } | undefined)?.pending.reduce((n, b) => n + b.recordCount, 0) ?? 0); r.result.close() }
+            g.onsuccess = () => {
+              resolve((g.result as { pending: Array<{ recordCount: number }> } | undefined)?.pending.reduce((n, b) => n + b.recordCount, 0) ?? 0)
+              r.result.close()
+            }
           }
         }))
         await waitFor(async () => (await checkpointed()) > 0, { what: 'batches in the checkpoint', intervalMs: 50 })

@@ -28,6 +28,7 @@ afterAll(async () => {
 
 async function worker(topic: string, env: Record<string, string | undefined>): Promise<WranglerDev> {
   const dev = await startWrangler({
+    ACCEPT_MODE: 'sync',
     KAFKA_BOOTSTRAP: bootstrapFor(cluster, 'SASL_SSL'),
     TELEMETRY_TOPIC: topic,
     KAFKA_SECURITY_PROTOCOL: 'SASL_SSL',

@@ -28,7 +28,8 @@ beforeAll(async () => {
   cluster = await ensureCluster()
   topic = uniqueTopic('telemetry')
   await createTopic(cluster, topic, { partitions: PARTITIONS })
-  dev = await startWrangler({ KAFKA_BOOTSTRAP: bs(cluster), TELEMETRY_TOPIC: topic, MAX_BODY_BYTES: String(MAX_BODY), MAX_EVENTS: String(MAX_EVENTS) })
+  // sync mode: 202 once Kafka acknowledged, with offsets (durable mode: worker-exactly-once.test.ts).
+  dev = await startWrangler({ KAFKA_BOOTSTRAP: bs(cluster), TELEMETRY_TOPIC: topic, MAX_BODY_BYTES: String(MAX_BODY), MAX_EVENTS: String(MAX_EVENTS), ACCEPT_MODE: 'sync' })
 })
 
 afterAll(async () => {
@@ -137,7 +138,7 @@ describe('telemetry Worker under wrangler dev (workerd) -> real Kafka', () => {
       expect(r.key === null ? undefined : new TextDecoder().decode(r.key)).toBe(want!.key)
       if (want!.timestamp !== undefined) expect(r.timestamp).toBe(want!.timestamp)
       expect(v.timestamp).toBe(r.timestamp)
-      expect(r.headers.map((h) => [h.key, new TextDecoder().decode(h.value!)])).toEqual([['event-type', want!.type], ['content-type', 'application/json']])
+      expect(r.headers.map((h) => [h.key, new TextDecoder().decode(h.value!)])).toEqual([['event-type', want!.type], ['content-type', 'application/json'], ['event-id', v.id]])
     }
     expect(seen.size).toBe(sent.size)
   })
@@ -169,13 +170,18 @@ describe('telemetry Worker under wrangler dev (workerd) -> real Kafka', () => {
     expect(new Set(batches.map((b) => b.producerId)).size).toBe(1)
   })
 
-  it('GET /metrics returns the producer metrics; GET /healthz the open producer and its id', async () => {
+  it('GET /metrics is Prometheus text with the producer metrics; GET /healthz the open producer and its id', async () => {
     const res = await fetch(`${dev.url}/metrics`)
-    const m = await res.json() as Record<string, number>
-    expect(res.status, `${JSON.stringify(m)}\n${dev.log()}`).toBe(200)
-    expect(m['record-send-total']).toBe(acked.size)
-    expect(m['request-total']).toBeGreaterThan(0)
-    expect(m['batch-size-avg']).toBeGreaterThan(0)
+    const text = await res.text()
+    expect(res.status, `${text}\n${dev.log()}`).toBe(200)
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/)
+    const sample = (name: string) => Number(new RegExp(`^${name}\\{shard="0"\\} (\\S+)$`, 'm').exec(text)?.[1])
+    expect(text).toMatch(/^# TYPE kafka_edge_backlog_events gauge$/m)
+    expect(sample('kafka_edge_producer_record_send_total')).toBe(acked.size)
+    expect(sample('kafka_edge_events_produced_total')).toBe(acked.size)
+    expect(sample('kafka_edge_produce_latency_seconds_count')).toBe(acked.size)
+    expect(sample('kafka_edge_producer_request_total')).toBeGreaterThan(0)
+    expect(sample('kafka_edge_backlog_events')).toBe(0)
     const h = await (await fetch(`${dev.url}/healthz`)).json()
     expect(h).toMatchObject({ ok: true, producer: 'open', producerId: [...producerIds][0], producerEpoch: 0 })
     const nf = await fetch(`${dev.url}/nope`)

@@ -23,6 +23,8 @@ export function freePort(): Promise<number> {
 export interface WranglerDev {
   url: string
   port: number
+  /** The process group of npx, wrangler, esbuild and workerd (the group leader's pid). */
+  pgid: number
   /** stdout + stderr so far (for failure messages). */
   log(): string
   stop(): Promise<void>
@@ -39,7 +41,7 @@ export const WRANGLER_ENV = {
 }
 
 /**
- * Copies what the Worker is built from (wrangler.toml, tsconfig.json, package.json, src/edge,
+ * Copies what the Worker is built from (wrangler.toml, tsconfig.json, package.json, worker/, src/edge,
  * build/core.wasm; node_modules linked) into a temp dir, and `wrangler dev` runs there. wrangler dev
  * watches its sources; edits elsewhere in the tree (other engineers, `npm run build`) would otherwise
  * reload the Worker and reset the Durable Object in the middle of a test. It is still plain
@@ -51,6 +53,7 @@ export function snapshotWorker(): { dir: string } {
   if (!existsSync(wasm)) throw new Error('build/core.wasm is missing: run `npm run build:wasm` first')
   for (const f of ['wrangler.toml', 'tsconfig.json', 'package.json']) cpSync(path.join(ROOT, f), path.join(dir, f))
   cpSync(path.join(ROOT, 'src', 'edge'), path.join(dir, 'src', 'edge'), { recursive: true })
+  cpSync(path.join(ROOT, 'worker'), path.join(dir, 'worker'), { recursive: true })
   cpSync(wasm, path.join(dir, 'build', 'core.wasm'))
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir')
   return { dir }
@@ -67,10 +70,17 @@ export interface StartOptions {
   env?: Record<string, string | undefined>
   /** Written to .dev.vars in the snapshot, where `wrangler dev` reads the secrets `wrangler secret put` sets when deployed. */
   secrets?: Record<string, string>
+  /**
+   * Durable Object storage directory, kept by stop(): a second startWrangler with the same one is
+   * the same Worker restarted (objects lose memory and connections, keep their storage).
+   */
+  state?: string
+  /** Run this directory's own wrangler.toml instead of the repository's Worker (no snapshot). */
+  project?: string
 }
 
 export async function startWrangler(vars: Record<string, string>, opts: StartOptions = {}): Promise<WranglerDev> {
-  const snap = opts.snapshot === false ? null : snapshotWorker()
+  const snap = opts.snapshot === false || opts.project ? null : snapshotWorker()
   if (opts.secrets) {
     if (!snap) throw new Error('startWrangler: secrets need the snapshot (a .dev.vars in the tree would be picked up by every wrangler dev)')
     writeFileSync(path.join(snap.dir, '.dev.vars'), Object.entries(opts.secrets).map(([k, v]) => `${k}=${JSON.stringify(v)}\n`).join(''))
@@ -81,10 +91,10 @@ export async function startWrangler(vars: Record<string, string>, opts: StartOpt
   const args = ['wrangler', 'dev', '--port', String(port), '--ip', '127.0.0.1', '--inspector-port', String(await freePort())]
   for (const [k, v] of Object.entries(vars)) args.push('--var', `${k}:${v}`)
   // Durable Object state goes to a temp dir, not .wrangler/state in the tree.
-  const state = snap ? path.join(snap.dir, 'state') : mkdtempSync(path.join(os.tmpdir(), 'kafka-edge-wrangler-state-'))
+  const state = opts.state ?? (snap ? path.join(snap.dir, 'state') : mkdtempSync(path.join(os.tmpdir(), 'kafka-edge-wrangler-state-')))
   args.push('--persist-to', state)
   const child: ChildProcess = spawn('npx', args, {
-    cwd: snap?.dir ?? ROOT,
+    cwd: snap?.dir ?? opts.project ?? ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group: stop() ends npx, wrangler, esbuild and workerd together
@@ -101,7 +111,8 @@ export async function startWrangler(vars: Record<string, string>, opts: StartOpt
     if (!killed) { try { process.kill(-child.pid!, 'SIGKILL') } catch { /* gone */ } await exitedP }
     // workerd may outlive its parent by a moment; make sure the group is gone.
     try { process.kill(-child.pid!, 'SIGKILL') } catch { /* gone */ }
-    rmSync(snap?.dir ?? state, { recursive: true, force: true })
+    if (snap) rmSync(snap.dir, { recursive: true, force: true })
+    if (!opts.state && !snap) rmSync(state, { recursive: true, force: true })
   }
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + (opts.timeoutMs ?? 90_000)
@@ -114,5 +125,5 @@ export async function startWrangler(vars: Record<string, string>, opts: StartOpt
     if (Date.now() > deadline) { await stop(); throw new Error(`wrangler dev not ready within ${opts.timeoutMs ?? 90_000} ms:\n${out}`) }
     await new Promise((r) => setTimeout(r, 300))
   }
-  return { url, port, log: () => out, stop }
+  return { url, port, pgid: child.pid!, log: () => out, stop }
 }

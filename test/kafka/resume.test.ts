@@ -124,6 +124,36 @@ describe('resume from a checkpoint (Kafka 4.4)', () => {
     for (const r of got) expect(r.partition).toBe(partitionForKey(r.key!, PARTITIONS))
   })
 
+  it('the transactional design: a new instance\'s initTransactions aborts what the dead one left open, and its resend in a new transaction is read once (read_committed)', async () => {
+    const topic = uniqueTopic('resume-txn')
+    await createTopic(cluster, topic, { partitions: PARTITIONS })
+    const transactionalId = `device-${topic}`
+    const outbox = Array.from({ length: 90 }, (_, i) => ({ topic, key: `k${i % KEYS}`, value: `v${i}` }))
+    const a = createProducer({ bootstrapServers: cluster.bootstrap, transport: tcp(), transactionalId, lingerMs: 2 })
+    await a.initTransactions()
+    a.beginTransaction()
+    // Written to the log inside A's transaction, which A never ends: it dies here.
+    await Promise.all(outbox.map((r) => a.send(r)))
+    a.sender.close()
+    a.cluster.close()
+
+    const b = createProducer({ bootstrapServers: cluster.bootstrap, transport: tcp(), transactionalId, lingerMs: 2 })
+    await b.initTransactions()
+    b.beginTransaction()
+    await Promise.all(outbox.map((r) => b.send(r)))
+    await b.commitTransaction()
+    await b.close()
+
+    const committed = await readTopic(cluster, topic, { expected: outbox.length })
+    const byValue = tally(committed)
+    for (const r of outbox) expect(byValue.get(r.value)?.length, r.value).toBe(1)
+    expect(committed).toHaveLength(outbox.length)
+    assertKeyOrder(committed)
+    // Both copies are in the log; A's are aborted (the consumer above never saw them).
+    const everything = await readTopic(cluster, topic, { isolation: 'read_uncommitted', expected: 2 * outbox.length })
+    expect(everything).toHaveLength(2 * outbox.length)
+  })
+
   describe(`after producer.id.expiration.ms (${EXPIRATION_MS} ms)`, () => {
     let expiring: Cluster
     beforeAll(async () => {

@@ -192,7 +192,7 @@ for (const tv of [2, 1] as const) {
       const successor = txnProducer(cluster, id)
       producers.push(successor)
       await successor.initTransactions()
-      expect(successor.transactions!.producerIdAndEpoch.epoch).toBeGreaterThan(zombie.transactions!.producerIdAndEpoch.epoch)
+      expect(successor.state.producerEpoch!).toBeGreaterThan(zombie.state.producerEpoch!)
 
       // The zombie's next send and commit fail; the first error that names the cause is ProducerFencedException.
       const late = zombie.send({ topic, partition: 1, value: 'zombie-late' }).then(() => null, (e: Error) => e)
@@ -206,7 +206,7 @@ for (const tv of [2, 1] as const) {
         fencedErr = await zombie.abortTransaction().then(() => null, (e: Error) => e)
       }
       expect(fencedErr).toBeInstanceOf(ProducerFencedException)
-      expect(zombie.transactions!.state).toBe('FATAL_ERROR')
+      expect(zombie.state.transactionState).toBe('FATAL_ERROR')
       expect(() => zombie.send({ topic, value: 'after-fatal' })).toThrow(ProducerFencedException)
       await expect(zombie.commitTransaction()).rejects.toBeInstanceOf(ProducerFencedException)
 

@@ -2,7 +2,7 @@
 // carry their sources, no declaration file is a giant literal, the WASM is a file and not a second
 // copy inside the JS, hono and ws are optional, and the CLI answers --help. The size budgets
 // (.size-limit.js) are enforced here too, so CI fails when a bundle outgrows them.
-import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -128,6 +128,43 @@ describe('installed into a fresh project', () => {
     expect(js).not.toMatch(/[A-Za-z0-9+/]{2000}/)
     expect(statSync(path.join(out, emitted.find((f) => f.endsWith('.wasm'))!)).size).toBe(statSync(path.join(ROOT, 'build', 'core.wasm')).size)
   }, 120_000)
+
+  it('a user\'s own Worker imports the telemetry component from kafka-edge/worker, type-checks, and deploys (--dry-run) with the WASM once', async () => {
+    const project = await freshProject('worker-component', ['hono@^4'])
+    temp.push(project)
+    mkdirSync(path.join(project, 'src'))
+    writeFileSync(path.join(project, 'src', 'index.ts'), [
+      "import { KafkaProducerObject, telemetryApp, type TelemetryAppOptions } from 'kafka-edge/worker'",
+      '',
+      'export class Telemetry extends KafkaProducerObject {}',
+      "const options: TelemetryAppOptions = { binding: 'TELEMETRY', shards: 4, locationHint: 'weur' }",
+      'export default telemetryApp(options)',
+      '',
+    ].join('\n'))
+    writeFileSync(path.join(project, 'wrangler.toml'), [
+      'name = "my-telemetry"', 'main = "src/index.ts"', 'compatibility_date = "2025-06-01"', '',
+      '[[durable_objects.bindings]]', 'name = "TELEMETRY"', 'class_name = "Telemetry"', '',
+      '[[migrations]]', 'tag = "v1"', 'new_sqlite_classes = ["Telemetry"]', '',
+      '[vars]', 'KAFKA_BOOTSTRAP = "broker-1.example:9092"', 'TELEMETRY_TOPIC = "telemetry"', '',
+    ].join('\n'))
+    writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', strict: true, noEmit: true, lib: ['ES2022', 'DOM'], skipLibCheck: false, types: [] },
+      include: ['src'],
+    }))
+    await run(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project], { cwd: project, env: cleanEnv() })
+    const out = path.join(project, 'out')
+    await run(process.execPath, [path.join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js'), 'deploy', '--dry-run', '--outdir', out], { cwd: project, env: cleanEnv(WRANGLER_ENV) })
+    const emitted = readdirSync(out)
+    // The bundle exports the object class the binding names, and the app as the default fetch handler.
+    expect(readFileSync(path.join(out, 'index.js'), 'utf8')).toMatch(/export \{[^}]*\bTelemetry\b[^}]*\bas default\b|export \{[^}]*\bas default\b[^}]*\bTelemetry\b/)
+    const wasm = emitted.filter((f) => f.endsWith('.wasm'))
+    expect(wasm).toHaveLength(1)
+    expect(statSync(path.join(out, wasm[0]!)).size).toBe(statSync(path.join(ROOT, 'build', 'core.wasm')).size)
+    const js = emitted.filter((f) => f.endsWith('.js')).map((f) => readFileSync(path.join(out, f), 'utf8')).join('\n')
+    // No base64 copy of the core beside the module ("AGFzbQ" is base64 of the WASM magic).
+    expect(js).not.toMatch(/[A-Za-z0-9+/]{2000}/)
+    expect(js).not.toContain('AGFzbQ')
+  }, 300_000)
 })
 
 describe('size budgets (.size-limit.js)', () => {

@@ -83,6 +83,7 @@ describe('checkpoint and resume (model cluster)', () => {
     expect(b.state).toMatchObject({ producerId: BigInt(cp.producerId), producerEpoch: cp.epoch })
     await drive(w, b.send({ topic: TOPIC, partition: 0, value: 'v9999|' }))
     await drive(w, b.flush())
+    await w.clock.advance(100)
     expect(store.current!.pending).toEqual([])
     const after = counts(w)
     for (const i of accepted(w, cp)) expect(after.get(i), `record ${i}`).toBe(1)

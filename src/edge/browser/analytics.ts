@@ -202,7 +202,9 @@ export class Analytics {
     const p = new Promise<void>((resolve, reject) => this.waiters.add({ ids, resolve, reject }))
     this.retryAt = 0
     this.wake(0)
-    return p
+    await p
+    // The acknowledged batches leave the checkpoint with the producer's next save; its flush() makes it now.
+    await this.producer?.flush()
   }
 
   /** Events of the origin not yet acknowledged: in the outbox, or in the checkpoint's unacknowledged batches. */

@@ -348,10 +348,10 @@ export class RecordAccumulator {
   }
 
   /** Fails everything still queued (close with timeout, fatal error). */
-  /** Fails every queued batch (a fatal error, close()), each with the error `errorFor` gives it. */
-  failQueued(errorFor: (batch: ProducerBatch) => Error): void {
+  /** Fails every queued batch (a fatal error, close()), each with the error `errorFor` gives it; `onFailed` runs after each. */
+  failQueued(errorFor: (batch: ProducerBatch) => Error, onFailed?: (batch: ProducerBatch) => void): void {
     for (const d of this.deques.values()) {
-      for (const b of d.splice(0)) { b.fail(errorFor(b)); this.deallocate(b) }
+      for (const b of d.splice(0)) { b.fail(errorFor(b)); onFailed?.(b); this.deallocate(b) }
     }
   }
 

@@ -37,6 +37,9 @@ export interface CheckpointStore {
   save(cp: ProducerCheckpoint): Promise<void>
 }
 
+/** How long a save that only drops settled batches waits for one the next batch needs. */
+export const REMOVAL_SAVE_DELAY_MS = 50
+
 /** Header on records a producer re-sent under a new producer id because the broker may hold them already. */
 export const POSSIBLE_DUPLICATE_HEADER = 'kafka-edge.possible-duplicate'
 
@@ -100,12 +103,31 @@ export class Checkpointer {
 
   isDurable(b: ProducerBatch): boolean { return this.saved.get(b) === stampKey(b) }
 
-  /** The batch settled (acknowledged, failed, split): it leaves the checkpoint at the next save. */
+  /**
+   * The batch settled (acknowledged, failed, split): it leaves the checkpoint at the next save. That
+   * save is not urgent (a settled batch still in the store is only resent and dropped by the broker),
+   * so it waits up to REMOVAL_SAVE_DELAY_MS for the save the next batch needs anyway.
+   */
   untrack(b: ProducerBatch): void {
     if (!this.tracked.delete(b)) return
     this.saved.delete(b)
-    if (this.frozen) return
-    this.persist().catch((e: unknown) => this.log.warn('checkpoint', 'checkpoint save failed after an acknowledgement; the next save retries', { error: String(e) }))
+    this.removals = true
+    if (this.frozen || this.removalTimer !== null) return
+    this.removalTimer = this.clock.setTimeout(() => {
+      this.removalTimer = null
+      if (!this.removals || this.frozen) return
+      this.persist().catch((e: unknown) => this.log.warn('checkpoint', 'checkpoint save failed after an acknowledgement; the next save retries', { error: String(e) }))
+    }, REMOVAL_SAVE_DELAY_MS)
+  }
+
+  private removals = false
+  private removalTimer: unknown = null
+
+  /** Saves the waiting removals now (flush(): once it returns, acknowledged batches are out of the store). */
+  saveRemovals(): Promise<void> {
+    if (!this.removals || this.frozen) return Promise.resolve()
+    if (this.removalTimer !== null) { this.clock.clearTimeout(this.removalTimer); this.removalTimer = null }
+    return this.persist()
   }
 
   /** Resolves once a save that started after this call completed. */
@@ -122,6 +144,7 @@ export class Checkpointer {
   }
 
   private async saveNow(): Promise<void> {
+    this.removals = false
     const head = this.head()
     const included: Array<[ProducerBatch, string]> = []
     const perPartition = new Map<string, number>()

@@ -41,6 +41,18 @@ export function refusesProducerState(errorCode: number): boolean {
 }
 
 /**
+ * A resumed batch (sent again from a checkpoint under its old producer id) met a broker that no
+ * longer holds that producer's state as the checkpoint had it: the batch may be in the log, and its
+ * records go out again under a new id, labelled as possible duplicates.
+ */
+const RESUME_REFUSALS = new Set([
+  code('OUT_OF_ORDER_SEQUENCE_NUMBER'), code('UNKNOWN_PRODUCER_ID'), code('INVALID_PRODUCER_EPOCH'), code('PRODUCER_FENCED'), code('INVALID_PRODUCER_ID_MAPPING'),
+])
+export function refusesResumedState(errorCode: number): boolean {
+  return RESUME_REFUSALS.has(errorCode)
+}
+
+/**
  * Errors after which the producer cannot go on: it must be closed (Java: maybeTransitionToErrorState's
  * fatal classes). INVALID_PRODUCER_ID_MAPPING ends an idempotent producer; a transactional one
  * recovers from it by aborting and re-registering with its coordinator, so for it it is abortable.

@@ -16,6 +16,7 @@ export type Resolve = (md: RecordMetadata) => void
 export type Reject = (e: Error) => void
 
 const NO_SEQUENCE = -1
+const noop = (): void => {}
 const INT_MAX = 2147483647
 
 /** Sequences wrap from Integer.MAX_VALUE to 0, as the broker expects. */
@@ -82,10 +83,13 @@ export class ProducerBatch {
 
   /**
    * A batch an earlier producer sealed and sent (from its checkpoint): its bytes go out again
-   * unchanged; nobody awaits its records here, flush() still waits for it.
+   * unchanged. No caller awaits its records; `onFail` hears (once) if it fails.
    */
-  static resumed(tp: TopicPartition, bytes: Uint8Array, stamp: ProducerStamp, recordCount: number, now: number): ProducerBatch {
+  static resumed(tp: TopicPartition, bytes: Uint8Array, stamp: ProducerStamp, recordCount: number, now: number, onFail: Reject): ProducerBatch {
     const b = new ProducerBatch(tp, null, now, 0)
+    let failed = false
+    b.resolves.push(...new Array<Resolve>(recordCount).fill(noop))
+    b.rejects.push(...new Array<Reject>(recordCount).fill((e) => { if (!failed) { failed = true; onFail(e) } }))
     b.bytes = bytes
     b.count = recordCount
     b.producerId = stamp.producerId
@@ -146,9 +150,7 @@ export class ProducerBatch {
     // One BigInt add per record (not BigInt(i) plus an add).
     const known = baseOffset >= 0n
     let offset = known ? baseOffset : -1n
-    // A resumed batch has records but no callers to tell.
-    const n = this.resumed ? 0 : this.count
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < this.count; i++) {
       resolves[i]!({ topic, partition, offset, timestamp: appendTime >= 0 ? appendTime : timestamps[i]! })
       if (known) offset += 1n
     }
@@ -169,8 +171,7 @@ export class ProducerBatch {
     if (this.done) return
     this.finalState = state
     this.discardOpen()
-    const n = this.resumed ? 0 : this.count
-    for (let i = 0; i < n; i++) this.rejects[i]!(perRecord?.get(i) ?? error)
+    for (let i = 0; i < this.count; i++) this.rejects[i]!(perRecord?.get(i) ?? error)
     this.releaseCallbacks()
   }
 

@@ -113,8 +113,7 @@ export class Producer {
   private readonly queueFn = (i: number): number => this.accumulator.queueSize(this.topicPartition(this.partTopic, i))
   /** @internal With the `checkpoint` setting. */
   checkpointer: Checkpointer | null = null
-  /** What happened to the loaded checkpoint; undefined until connect() loaded it (or without a checkpoint). */
-  resumeOutcome: ResumeOutcome | undefined
+  private resume: ResumeOutcome | undefined
   /** Relabelled resends not yet settled: their old batches stay in the checkpoint until then. */
   private relabelling: Array<Promise<unknown>> = []
 
@@ -147,6 +146,9 @@ export class Producer {
     this.metricsRegistry = new ProducerMetrics(c.clock)
     this.startedMs = c.clock.now()
   }
+
+  /** What happened to the loaded checkpoint; undefined until connect() loaded it (or without a checkpoint). */
+  get resumeOutcome(): ResumeOutcome | undefined { return this.resume }
 
   get state(): ProducerState {
     const pe = this.idempotence?.producerIdAndEpoch
@@ -214,7 +216,7 @@ export class Producer {
     if (this.core) return
     const cpr = this.checkpointer!
     if (!cp) {
-      this.resumeOutcome = { mode: 'none', batches: 0, records: 0 }
+      this.resume = { mode: 'none', batches: 0, records: 0 }
     } else {
       if (cp.v !== 1 || !/^\d+$/.test(cp.producerId) || !Array.isArray(cp.pending)) {
         throw new CheckpointException('the loaded checkpoint is not a version 1 ProducerCheckpoint; clear the store or load it with the kafka-edge version that wrote it')
@@ -232,7 +234,10 @@ export class Producer {
         const batches = [...cp.pending].sort(pendingOrder).map((p) => {
           const id = batchIdentity(p.bytes)
           const stamp = { producerId: id.producerId, producerEpoch: id.epoch, baseSequence: id.baseSequence, transactional: false }
-          return ProducerBatch.resumed(this.topicPartition(p.topic, p.partition), p.bytes, stamp, id.recordCount, now)
+          // Failed for any reason (delivery timeout, a refusal of the resumed state), its records go
+          // out again labelled: records in a loaded checkpoint leave it only once in the log.
+          const onFail = (e: Error) => { if (!this.closed) this.relabel(core, [p], e.message) }
+          return ProducerBatch.resumed(this.topicPartition(p.topic, p.partition), p.bytes, stamp, id.recordCount, now, onFail)
         })
         this.idempotence!.resume(pe, cp.nextSequence.map((n) => ({ tp: this.topicPartition(n.topic, n.partition), next: n.next })), batches)
         for (const b of [...batches].reverse()) {
@@ -240,10 +245,10 @@ export class Producer {
           this.accumulator.deque(b.tp).unshift(b)
           this.accumulator.incomplete.add(b)
         }
-        this.resumeOutcome = { mode: 'resumed', batches: batches.length, records }
+        this.resume = { mode: 'resumed', batches: batches.length, records }
         c.log.debug('checkpoint', 'producer resumed', { producerId: pe.producerId, epoch: pe.epoch, batches: batches.length })
       } else {
-        this.resumeOutcome = { mode: 'relabelled', batches: cp.pending.length, records, reason }
+        this.resume = { mode: 'relabelled', batches: cp.pending.length, records, reason }
         c.log.warn('checkpoint', 'resending a checkpoint\'s records as possible duplicates under a new producer id', {
           producerId: pe.producerId, batches: cp.pending.length, reason,
         })
@@ -331,20 +336,20 @@ export class Producer {
     })
   }
 
-  /** A resumed batch refused for its producer state: it and its partition's other resumed batches go out again labelled. */
+  /**
+   * A resumed batch refused for its producer state: it and its partition's other resumed batches
+   * fail, and each one's failure relabels its records (in sequence order).
+   */
   private relabelResumed(batch: ProducerBatch, error: Error): void {
-    const victims = [batch]
-    for (const b of this.accumulator.deque(batch.tp)) if (b.resumed && !b.done) victims.push(b)
-    for (const b of this.sender.inFlightBatches) if (b.resumed && !b.done && b.tp === batch.tp && !victims.includes(b)) victims.push(b)
     const d = this.accumulator.deque(batch.tp)
-    const pending = victims.map((b) => ({ topic: b.tp.topic, partition: b.tp.partition, baseSequence: b.baseSequence, recordCount: b.recordCount, bytes: b.bytes!.slice() }))
+    const victims = [batch, ...d.filter((b) => b.resumed && !b.done)]
+    for (const b of this.sender.inFlightBatches) if (b.resumed && !b.done && b.tp === batch.tp && !victims.includes(b)) victims.push(b)
+    this.resume = { ...(this.resume ?? { mode: 'relabelled', batches: 0, records: 0 }), mode: 'relabelled', reason: error.message }
     for (const b of victims) {
       const i = d.indexOf(b)
       if (i >= 0) d.splice(i, 1)
       this.sender.failBatch(b, error, errorInfo((error as { code?: number }).code ?? -1).name, true)
     }
-    this.resumeOutcome = { ...(this.resumeOutcome ?? { mode: 'relabelled', batches: 0, records: 0 }), mode: 'relabelled', reason: error.message }
-    this.relabel(this.accumulator.core, pending, error.message)
   }
 
   /** send() without the transactional check, for records the producer itself re-sends. */
@@ -610,6 +615,12 @@ export class Producer {
     } finally {
       this.accumulator.flushesInProgress--
     }
+    // A settled batch leaves the checkpoint in a microtask after its records' reactions (Sender.release);
+    // the save that drops it may be waiting for company: flush() does not return before it.
+    if (this.checkpointer) {
+      await Promise.resolve()
+      await this.checkpointer.saveRemovals()
+    }
   }
 
   /**
@@ -622,13 +633,15 @@ export class Producer {
     const timeoutMs = opts.timeoutMs ?? Infinity
     if (this.core) {
       this.accumulator.closed = true
-      const done = this.flush()
+      const cp = this.checkpointer
+      // The acknowledged batches leave the checkpoint before close() returns (their removal save may be waiting).
+      const done = this.flush().then(() => cp?.persist())
       if (Number.isFinite(timeoutMs)) {
         await Promise.race([done, new Promise((r) => this.config.clock.setTimeout(r as () => void, timeoutMs))])
-      } else await done
+      } else await done.catch(() => {})
       const err = markDelivery(new ClosedError('the producer was closed before the record was acknowledged'), true)
       // What close() gives up on stays in the checkpoint: the next producer resends it as it was.
-      if (this.checkpointer) this.checkpointer.frozen = true
+      if (cp) cp.frozen = true
       this.accumulator.failQueued(() => err)
       for (const b of this.sender.inFlightBatches) this.sender.failBatch(b, err, null, false)
       this.pool.failWaiters(err)

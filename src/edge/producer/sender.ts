@@ -1,7 +1,7 @@
 import type { Cluster } from '../client/cluster.js'
 import type { Connection } from '../client/connection.js'
 import { InvalidRecordException, TimeoutException, markDelivery } from '../errors.js'
-import { invalidatesMetadata, isAmbiguous, isFatal, refusesProducerState } from './error-policy.js'
+import { invalidatesMetadata, isAmbiguous, isFatal, refusesProducerState, refusesResumedState } from './error-policy.js'
 import { InitProducerId, Produce, apiError, errorCode, errorInfo, type ResponseBody } from '../protocol/index.js'
 import type { RecordAccumulator } from './accumulator.js'
 import type { Checkpointer } from './checkpoint.js'
@@ -16,7 +16,6 @@ const INT_MAX = 2147483647
 /** Brokers refuse zstd batches in Produce requests below v7 (Kafka 2.1), and a 2.0 broker cannot read them. */
 export const ZSTD_MIN_PRODUCE_VERSION = 7
 const UNSUPPORTED_COMPRESSION_TYPE = errorCode('UNSUPPORTED_COMPRESSION_TYPE')
-const RESUME_REFUSALS = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'INVALID_PRODUCER_ID_MAPPING'].map(errorCode))
 
 /**
  * The send loop (Java's Sender), driven by wakeups instead of a thread: each run finds ready nodes,
@@ -379,7 +378,7 @@ export class Sender {
     if (batch.done) return
     const code = pr.errorCode
     if (isAmbiguous(code) || (refusesProducerState(code) && batch.inRetry)) batch.maybeWritten = true
-    if (batch.resumed && RESUME_REFUSALS.has(code) && this.resume) {
+    if (batch.resumed && refusesResumedState(code) && this.resume) {
       // The broker's state for the resumed identity is not what the checkpoint promised: a resend
       // under a new epoch could be a second copy, so its records go out again labelled instead.
       this.resume.onResumedRefused(batch, this.batchError(batch, pr))
@@ -416,11 +415,21 @@ export class Sender {
 
   private succeed(batch: ProducerBatch, baseOffset: bigint, logAppendTimeMs: bigint): void {
     this.idempotence?.handleCompletedBatch(batch, baseOffset, this.config.clock.now())
-    this.checkpoint?.untrack(batch)
     batch.complete(baseOffset, logAppendTimeMs)
+    this.release(batch)
     this.metrics.recordSend.record(batch.recordCount)
     this.metrics.totals.recordsSent += batch.recordCount
     this.accumulator.deallocate(batch)
+  }
+
+  /**
+   * A settled batch leaves the checkpoint after its records' promise reactions ran: an application
+   * that keeps its own outbox (the Worker's SQLite rows) updates it in a plain .then() of send(), and
+   * the save that drops the batch then carries that update, never a state between the two.
+   */
+  private release(batch: ProducerBatch): void {
+    const cp = this.checkpoint
+    if (cp) queueMicrotask(() => cp.untrack(batch))
   }
 
   private canRetry(batch: ProducerBatch, pr: PartitionResponse, now: number): boolean {
@@ -465,10 +474,10 @@ export class Sender {
     this.inFlightBatches.delete(batch)
     if (this.idempotence?.isTransactional) this.txnHooks?.batchFailed(error)
     if (this.idempotence) this.idempotence.handleFailedBatch(batch, errorName, adjustSequences)
-    this.checkpoint?.untrack(batch)
     this.metrics.recordError.record(batch.recordCount)
     this.metrics.totals.recordErrors += batch.recordCount
     batch.fail(error, perRecord)
+    this.release(batch)
     this.accumulator.deallocate(batch)
   }
 
@@ -479,10 +488,7 @@ export class Sender {
    */
   failAll(error: Error): void {
     const unsent = markDelivery(error, false)
-    this.accumulator.failQueued((b) => {
-      this.checkpoint?.untrack(b)
-      return b.maybeWritten ? markDelivery(copyOf(error), true) : unsent
-    })
+    this.accumulator.failQueued((b) => (b.maybeWritten ? markDelivery(copyOf(error), true) : unsent), (b) => this.release(b))
   }
 
   close(): void {

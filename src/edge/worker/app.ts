@@ -1,55 +1,126 @@
 import { Hono } from 'hono'
-import type { Env } from './env.js'
-import { DEFAULT_LIMITS, TelemetryInputError, parseTelemetry, readBodyLimited, type TelemetryLimits } from './validate.js'
+import { murmur2 } from '../producer/partitioner.js'
+import type { DurableObjectNamespace, DurableObjectStub, Env } from './env.js'
+import { prometheus, type MetricSample } from './settings.js'
+import { DEFAULT_LIMITS, TelemetryInputError, parseTelemetry, readBodyLimited, type TelemetryLimits, type TelemetryRecord } from './validate.js'
 
-/** The one Durable Object that holds the producer (one producer id, one set of connections). */
-export const PRODUCER_OBJECT_NAME = 'telemetry-producer'
+/** Objects are named `${SHARD_PREFIX}${i}`; the pre-sharding single object was 'telemetry-producer'. */
+export const SHARD_PREFIX = 'telemetry-shard-'
 
-function limits(env: Env): TelemetryLimits {
-  const n = (v: string | undefined, d: number) => (v && Number.isInteger(Number(v)) && Number(v) > 0 ? Number(v) : d)
-  return { maxBodyBytes: n(env.MAX_BODY_BYTES, DEFAULT_LIMITS.maxBodyBytes), maxEvents: n(env.MAX_EVENTS, DEFAULT_LIMITS.maxEvents), maxEventBytes: DEFAULT_LIMITS.maxEventBytes }
+export interface TelemetryAppOptions {
+  /** The Durable Object namespace binding of the KafkaProducerObject class. Default 'PRODUCER'. */
+  binding?: string
+  /** Objects the events are spread over by key (per-key order holds). Default: env.SHARDS, else 1. */
+  shards?: number
+  /** Where to place the objects (Durable Objects locationHint). Default: env.LOCATION_HINT. */
+  locationHint?: string
+  /** 'durable': 202 once stored in the object; 'sync': 202 once Kafka acknowledged. Default: env.ACCEPT_MODE, else durable. */
+  mode?: 'durable' | 'sync'
+  /** Input limits; default from env (MAX_BODY_BYTES, MAX_EVENTS) or 1 MiB / 1000 events / 64 KiB per event. */
+  limits?: Partial<TelemetryLimits>
 }
 
-const stub = (env: Env) => env.PRODUCER.get(env.PRODUCER.idFromName(PRODUCER_OBJECT_NAME))
+const utf8 = new TextEncoder()
+const positive = (n: number) => n & 0x7fffffff
+
+function envInt(v: string | undefined, d: number): number {
+  return v && Number.isInteger(Number(v)) && Number(v) > 0 ? Number(v) : d
+}
 
 /**
- * The telemetry Worker:
- *   POST /events   one event or an array (see validate.ts); 202 with {accepted, events: [{id, partition, offset}]}
- *                  once Kafka acknowledged every event; 400 bad input, 413 too large, 503/500 Kafka failures
- *   GET  /healthz  the Worker is up and whether the producer is open (and its producer id)
- *   GET  /metrics  producer.metrics() of the Durable Object's producer (Java metric names)
+ * The shard of an event: murmur2 of its key (the same hash Kafka's partitioner uses), so one key's
+ * events always go through one object and keep their order; keyless events spread by id.
  */
-export function createApp() {
+export function shardOf(r: Pick<TelemetryRecord, 'key' | 'id'>, shards: number): number {
+  return shards <= 1 ? 0 : positive(murmur2(utf8.encode(r.key ?? r.id))) % shards
+}
+
+/**
+ * The telemetry Worker as a hono app:
+ *   POST /events   one event or an array (see validate.ts). durable: 202 {accepted, topic, ids} once
+ *                  stored; 429 + Retry-After when an object's backlog is full. sync: 202 {accepted,
+ *                  events: [{id, partition, offset}]} once Kafka acknowledged. 400/413/415 bad input.
+ *   GET  /healthz  every shard's producer state and backlog
+ *   GET  /metrics  Prometheus text: backlog, oldest event age, produce latency, producer metrics, per shard
+ */
+export function telemetryApp(options: TelemetryAppOptions = {}) {
   const app = new Hono<{ Bindings: Env }>()
+  const cfg = (env: Env) => {
+    const ns = (env as unknown as Record<string, DurableObjectNamespace | undefined>)[options.binding ?? 'PRODUCER']
+    if (!ns || typeof ns.idFromName !== 'function') {
+      throw new Error(`no Durable Object binding ${options.binding ?? 'PRODUCER'}: bind the KafkaProducerObject class in wrangler.toml`)
+    }
+    const shards = options.shards ?? envInt(env.SHARDS, 1)
+    const locationHint = options.locationHint ?? (env.LOCATION_HINT?.trim() || undefined)
+    const mode = options.mode ?? (env.ACCEPT_MODE?.trim().toLowerCase() === 'sync' ? 'sync' : 'durable')
+    const limits: TelemetryLimits = {
+      maxBodyBytes: options.limits?.maxBodyBytes ?? envInt(env.MAX_BODY_BYTES, DEFAULT_LIMITS.maxBodyBytes),
+      maxEvents: options.limits?.maxEvents ?? envInt(env.MAX_EVENTS, DEFAULT_LIMITS.maxEvents),
+      maxEventBytes: options.limits?.maxEventBytes ?? DEFAULT_LIMITS.maxEventBytes,
+    }
+    const stub = (i: number): DurableObjectStub => ns.get(ns.idFromName(`${SHARD_PREFIX}${i}`), locationHint ? { locationHint } : undefined)
+    return { shards, mode, limits, stub }
+  }
 
   app.post('/events', async (c) => {
     const type = c.req.header('content-type') ?? ''
     if (type && !/^application\/(json|[\w.+-]*\+json)\b/i.test(type) && !/^text\/plain\b/i.test(type)) {
       return c.json({ error: `content-type ${JSON.stringify(type)} is not accepted; send application/json` }, 415)
     }
-    let records
+    const { shards, mode, limits, stub } = cfg(c.env)
+    let records: TelemetryRecord[]
     try {
-      const lim = limits(c.env)
-      records = parseTelemetry(await readBodyLimited(c.req.raw, lim.maxBodyBytes), lim)
+      records = parseTelemetry(await readBodyLimited(c.req.raw, limits.maxBodyBytes), limits)
     } catch (e) {
       if (e instanceof TelemetryInputError) return c.json({ error: e.message }, e.status)
       throw e
     }
-    const res = await stub(c.env).fetch('https://producer/produce', {
-      method: 'POST', body: JSON.stringify(records), headers: { 'content-type': 'application/json' },
-    })
-    return new Response(res.body, { status: res.status, headers: { 'content-type': 'application/json' } })
+    const byShard = new Map<number, TelemetryRecord[]>()
+    for (const r of records) {
+      const s = shardOf(r, shards)
+      byShard.set(s, [...(byShard.get(s) ?? []), r])
+    }
+    const route = mode === 'sync' ? '/produce' : '/accept'
+    const answers = await Promise.all([...byShard].map(async ([s, list]) => {
+      const res = await stub(s).fetch(`https://producer${route}`, { method: 'POST', body: JSON.stringify(list), headers: { 'content-type': 'application/json' } })
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.json() as Record<string, unknown> }
+    }))
+    if (answers.length === 1) {
+      const a = answers[0]!
+      return new Response(JSON.stringify(a.body), { status: a.status, headers: { 'content-type': 'application/json', ...(a.retryAfter ? { 'retry-after': a.retryAfter } : {}) } })
+    }
+    // Several shards: the worst status wins; accepted and refused ids are listed so a client resends only the refused.
+    const worst = answers.reduce((w, a) => (a.status > w ? a.status : w), 0)
+    const accepted = answers.filter((a) => a.status === 202)
+    const body: Record<string, unknown> = {
+      accepted: accepted.reduce((n, a) => n + (a.body.accepted as number), 0),
+      topic: c.env.TELEMETRY_TOPIC,
+      ...(mode === 'sync' ? { events: answers.flatMap((a) => (a.body.events as unknown[] | undefined) ?? []) } : { ids: accepted.flatMap((a) => a.body.ids as string[]) }),
+    }
+    if (worst !== 202) {
+      body.error = answers.find((a) => a.status === worst)!.body.error
+      const refusedIds = (a: (typeof answers)[number]) => (a.body.ids as string[] | undefined) ?? (a.body.failed as Array<{ id: string }> | undefined)?.map((f) => f.id) ?? []
+      body.refused = answers.filter((a) => a.status !== 202).flatMap(refusedIds)
+    }
+    const retryAfter = answers.map((a) => Number(a.retryAfter ?? 0)).reduce((m, x) => Math.max(m, x), 0)
+    return new Response(JSON.stringify(body), { status: worst, headers: { 'content-type': 'application/json', ...(retryAfter > 0 ? { 'retry-after': String(retryAfter) } : {}) } })
   })
 
   app.get('/healthz', async (c) => {
-    const res = await stub(c.env).fetch('https://producer/status')
-    const status = await res.json() as Record<string, unknown>
-    return c.json({ ok: true, topic: c.env.TELEMETRY_TOPIC, ...status })
+    const { shards, mode, stub } = cfg(c.env)
+    const status = await Promise.all(Array.from({ length: shards }, async (_, i) => {
+      return (await stub(i).fetch('https://producer/status')).json() as Promise<Record<string, unknown>>
+    }))
+    // One shard: its fields at the top level too (what single-object deployments read).
+    return c.json({ ok: true, topic: c.env.TELEMETRY_TOPIC, mode, shards: status, ...(shards === 1 ? status[0] : {}) })
   })
 
   app.get('/metrics', async (c) => {
-    const res = await stub(c.env).fetch('https://producer/metrics')
-    return new Response(res.body, { status: res.status, headers: { 'content-type': 'application/json' } })
+    const { shards, stub } = cfg(c.env)
+    const all = await Promise.all(Array.from({ length: shards }, async (_, i) => ({
+      shard: String(i), samples: await (await stub(i).fetch('https://producer/metrics')).json() as MetricSample[],
+    })))
+    return new Response(prometheus(all), { headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' } })
   })
 
   app.notFound((c) => c.json({ error: `no route ${c.req.method} ${new URL(c.req.url).pathname}; try POST /events, GET /healthz, GET /metrics` }, 404))

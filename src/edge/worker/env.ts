@@ -7,14 +7,33 @@ export interface DurableObjectStub {
 }
 export interface DurableObjectNamespace {
   idFromName(name: string): unknown
-  get(id: unknown): DurableObjectStub
+  get(id: unknown, options?: { locationHint?: string }): DurableObjectStub
 }
+
+/** The members of a SqlStorage cursor the object uses. */
+export interface SqlCursor<T> extends Iterable<T> { toArray(): T[]; one(): T; readonly rowsWritten: number }
+export interface SqlStorage {
+  exec<T = Record<string, SqlValue>>(query: string, ...bindings: SqlValue[]): SqlCursor<T>
+}
+export type SqlValue = string | number | null | ArrayBuffer
+
+export interface DurableObjectStorage {
+  readonly sql: SqlStorage
+  transactionSync<T>(fn: () => T): T
+  getAlarm(): Promise<number | null>
+  setAlarm(at: number | Date): Promise<void>
+  /** Resolves once every write so far is durable (workerd 2024+); absent on older runtimes. */
+  sync?(): Promise<void>
+}
+
 export interface DurableObjectState {
   readonly id: unknown
+  readonly storage: DurableObjectStorage
+  blockConcurrencyWhile<T>(fn: () => Promise<T>): Promise<T>
 }
 
 export interface Env {
-  /** The Durable Object class ProducerObject: one per shard name, holding one long-lived producer. */
+  /** The Durable Object class (KafkaProducerObject): one per shard, each holding one long-lived producer. */
   PRODUCER: DurableObjectNamespace
   /** host:port[,host:port...] of the brokers, reached with cloudflare:sockets. */
   KAFKA_BOOTSTRAP: string
@@ -26,6 +45,14 @@ export interface Env {
   MAX_BODY_BYTES?: string
   /** Optional: most events in one request (default 1000). */
   MAX_EVENTS?: string
+  /** Optional: durable (default: 202 once stored, produced from storage) or sync (202 once Kafka acknowledged). */
+  ACCEPT_MODE?: string
+  /** Optional: how many producer objects events are spread over by key (default 1). */
+  SHARDS?: string
+  /** Optional: locationHint for the objects (wnam, enam, weur, eeur, apac, oc, afr, me, sam). */
+  LOCATION_HINT?: string
+  /** Optional: most events an object holds unproduced before it answers 429 (default 100000). */
+  MAX_BACKLOG?: string
   /** Optional: PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL (the producer's security.protocol). */
   KAFKA_SECURITY_PROTOCOL?: string
   /** With SASL_*: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (the producer's sasl.mechanism). */

@@ -1,105 +1,410 @@
 import coreModule from '../../../build/core.wasm'
 import { KafkaEdgeError } from '../errors.js'
 import '../producer/install.js'
+import { POSSIBLE_DUPLICATE_HEADER, batchIdentity, type CheckpointStore, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
+import type { ProducerSettings } from '../producer/config.js'
 import { createProducer, type Producer } from '../producer/producer.js'
-import type { CompressionType } from '../wasm/core.js'
+import { loadCore, readBatchRecords, type Core, type CompressionType } from '../wasm/core.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
-import type { DurableObjectState, Env } from './env.js'
-import { countingOpens, securitySettings } from './settings.js'
+import type { DurableObjectState, Env, SqlStorage } from './env.js'
+import { checkpointFromJson, checkpointToJson, countingOpens, securitySettings, type MetricSample } from './settings.js'
 import type { TelemetryRecord } from './validate.js'
 
-const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
+const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } })
 
 /** What the object answers for a produced event. Offsets are strings: JSON has no 64-bit integers. */
 export interface ProducedEvent { id: string; partition: number; offset: string }
 export interface FailedEvent { id: string; error: string; message: string; retriable: boolean; mayHaveBeenWritten: boolean }
 
-/**
- * The Durable Object that owns ONE long-lived idempotent producer. A Worker request cannot keep a
- * socket past its own end; a Durable Object can, so the producer id, its sequence numbers, the
- * metadata cache and the broker connections survive across requests, and concurrent requests share
- * batches. Each request is answered only after Kafka acknowledged (acks=all) all of its records.
- *
- * Internal routes (reached through the stub from the Worker): POST /produce, GET /metrics, GET /status.
- */
-export class ProducerObject {
-  private producer: Producer | null = null
-  private readonly env: Env
-  /** Broker connections opened over the object's life: stays flat while the producer reuses them. */
-  private connectionsOpened = 0
+/** Header carrying the event id on every record: how a checkpoint's batches name their events. */
+export const EVENT_ID_HEADER = 'event-id'
+export const DEFAULT_MAX_BACKLOG = 100_000
 
-  constructor(_state: DurableObjectState, env: Env) {
+// Event rows: waiting to be produced, handed to the producer, waiting again after a send that may
+// have written them (resent with the possible-duplicate header), or taken over from the checkpoint.
+const WAITING = 0
+const HANDED = 1
+const WAITING_MAYBE_WRITTEN = 2
+const RESUMED = 3
+/**
+ * How long an accepted event id is remembered: a client that resends a request whose 202 it never
+ * saw (a restart, a lost connection) within this window is answered 202 again and nothing is stored twice.
+ */
+export const ACCEPTED_ID_WINDOW_MS = 3_600_000
+/** Rows one produce round hands to the producer at most (bounded memory per round). */
+const ROUND = 2000
+
+interface Row { seq: number; id: string; key: string | null; value: string; ts: number; type: string; state: number; accepted_at: number }
+
+/**
+ * The Durable Object that owns ONE long-lived idempotent producer per shard. In `durable` mode (the
+ * default) a request's events are written to the object's SQLite storage and answered 202 at once;
+ * an alarm then produces them, and a row leaves storage in the same transaction as the checkpoint
+ * save that no longer needs it. The producer's checkpoint (producer id, epoch, sequences, the
+ * batches sent without an acknowledgement) lives in the same storage, so an object that is evicted
+ * or restarted resumes its identity and the broker drops the resends it already has. In `sync` mode
+ * a request is answered only after Kafka acknowledged its events, as before.
+ *
+ * Subclass it to change the producer's settings (`producerSettings()`); bind the subclass in
+ * wrangler.toml with a `new_sqlite_classes` migration (docs/worker.md).
+ *
+ * Internal routes (the app reaches them through the stub): POST /accept, POST /produce,
+ * GET /metrics, GET /status.
+ */
+export class KafkaProducerObject {
+  protected readonly env: Env
+  private readonly ctx: DurableObjectState
+  private readonly sql: SqlStorage
+  private producer: Producer | null = null
+  private starting: Promise<Producer> | null = null
+  private connectionsOpened = 0
+  private pumping: Promise<void> | null = null
+  /** Rows acknowledged since the last checkpoint save: deleted by that save, in its transaction. */
+  private readonly acked = new Set<number>()
+  private core: Promise<Core> | null = null
+  /** Rows the loaded checkpoint's batches hold remain (then saves read event ids out of the batches). */
+  private resumedRows = false
+  /** Each checkpointed batch is base64-encoded once, not at every save that holds it. */
+  private readonly base64 = new WeakMap<Uint8Array, string>()
+  private readonly idsOfBatch = new Map<string, string[]>()
+  private readonly startedMs = Date.now()
+  private prunedMs = 0
+  private readonly stats = { accepted: 0, produced: 0, rejected: 0, relabelled: 0, retriedIds: 0, latencySum: 0, latencyCount: 0, rounds: 0 }
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    this.ctx = ctx
     this.env = env
+    this.sql = ctx.storage.sql
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, key TEXT, value TEXT NOT NULL,
+      ts INTEGER NOT NULL, type TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0, accepted_at INTEGER NOT NULL)`)
+    this.sql.exec('CREATE INDEX IF NOT EXISTS events_state ON events (state, seq)')
+    this.sql.exec('CREATE TABLE IF NOT EXISTS producer_checkpoint (k INTEGER PRIMARY KEY CHECK (k = 0), body TEXT NOT NULL)')
+    this.sql.exec('CREATE TABLE IF NOT EXISTS accepted_ids (id TEXT PRIMARY KEY, at INTEGER NOT NULL)')
+    this.sql.exec('CREATE INDEX IF NOT EXISTS accepted_ids_at ON accepted_ids (at)')
   }
 
-  private getProducer(): Producer {
-    if (this.producer && !this.producer.state.fatal) return this.producer
-    if (this.producer) void this.producer.close({ timeoutMs: 0 }).catch(() => {})
-    this.producer = createProducer({
+  /**
+   * The producer's settings; override to add or change some. A `transport` here replaces
+   * cloudflareSockets() (e.g. websocket() to the relay); the checkpoint and the core are always the object's.
+   */
+  protected producerSettings(): ProducerSettings {
+    return {
       'bootstrap.servers': this.env.KAFKA_BOOTSTRAP,
-      // cloudflare:sockets is imported on first use (workerd resolves it); no bundler config needed.
-      transport: countingOpens(cloudflareSockets(), () => { this.connectionsOpened++ }),
-      // workerd refuses to compile WASM from bytes at runtime: hand over the module wrangler compiled.
-      wasm: coreModule,
       'client.id': 'kafka-edge-telemetry',
       'compression.type': (this.env.KAFKA_COMPRESSION || 'none') as CompressionType,
-      // An HTTP caller is waiting: fail within 30 s rather than Java's 2 minutes.
-      'delivery.timeout.ms': 30_000,
       'request.timeout.ms': 10_000,
       'max.block.ms': 15_000,
+      // Durable mode has no caller waiting: give a slow broker time; sync mode fails within 30 s.
+      'delivery.timeout.ms': this.mode() === 'sync' ? 30_000 : 120_000,
       ...securitySettings(this.env),
-    })
-    return this.producer
+    }
+  }
+
+  private mode(): 'durable' | 'sync' { return this.env.ACCEPT_MODE?.trim().toLowerCase() === 'sync' ? 'sync' : 'durable' }
+  private maxBacklog(): number {
+    const n = Number(this.env.MAX_BACKLOG)
+    return Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_BACKLOG
+  }
+
+  private getProducer(): Promise<Producer> {
+    if (this.producer && !this.producer.state.fatal && !this.producer.state.closed) return Promise.resolve(this.producer)
+    if (this.starting) return this.starting
+    const old = this.producer
+    this.producer = null
+    this.starting = (async () => {
+      // A fatal producer leaves its identity in the checkpoint; the next one takes it over.
+      if (old) await old.close({ timeoutMs: 0 }).catch(() => {})
+      const settings = this.producerSettings()
+      const p = createProducer({
+        ...settings,
+        // cloudflare:sockets is imported on first use (workerd resolves it); no bundler config needed.
+        transport: countingOpens(settings.transport ?? cloudflareSockets(), () => { this.connectionsOpened++ }),
+        // workerd refuses to compile WASM from bytes at runtime: hand over the module wrangler compiled.
+        wasm: coreModule,
+        checkpoint: this.checkpointStore(),
+      })
+      try {
+        await p.connect()
+      } catch (e) {
+        // Nothing was sent (connect takes over the checkpoint before any send): the next attempt starts afresh.
+        await p.close({ timeoutMs: 0 }).catch(() => {})
+        throw e
+      }
+      this.producer = p
+      return p
+    })().finally(() => { this.starting = null })
+    return this.starting
+  }
+
+  private decoder(): Promise<Core> {
+    this.core ??= loadCore(coreModule)
+    return this.core
+  }
+
+  /** The event ids inside checkpointed batches (read from their records' event-id header, cached per batch). */
+  private async pendingIds(pending: readonly PendingBatch[]): Promise<Set<string>> {
+    const ids = new Set<string>()
+    const live = new Set<string>()
+    for (const b of pending) {
+      const id = batchIdentity(b.bytes)
+      const k = `${b.topic}/${b.partition}/${id.producerId}/${id.epoch}/${b.baseSequence}`
+      live.add(k)
+      let list = this.idsOfBatch.get(k)
+      if (!list) {
+        const core = await this.decoder()
+        list = readBatchRecords(core, b.bytes).map((r) => {
+          const h = r.headers?.find((x) => x.key === EVENT_ID_HEADER)
+          return h?.value ? new TextDecoder().decode(h.value) : ''
+        })
+        this.idsOfBatch.set(k, list)
+      }
+      for (const i of list) ids.add(i)
+    }
+    for (const k of this.idsOfBatch.keys()) if (!live.has(k)) this.idsOfBatch.delete(k)
+    return ids
+  }
+
+  /**
+   * The producer's CheckpointStore in this object's SQLite. load() also settles what a restart left:
+   * rows whose events are in the checkpoint's batches now belong to the resuming producer; rows that
+   * were handed over but never reached a saved batch were never sent, and wait again. save() writes
+   * the checkpoint and deletes, in one transaction, the rows it no longer needs.
+   */
+  private checkpointStore(): CheckpointStore {
+    return {
+      load: async () => {
+        const row = this.sql.exec<{ body: string }>('SELECT body FROM producer_checkpoint WHERE k = 0').toArray()[0]
+        const cp = row ? checkpointFromJson(row.body) : undefined
+        const ids = cp ? await this.pendingIds(cp.pending) : new Set<string>()
+        this.ctx.storage.transactionSync(() => {
+          for (const r of this.sql.exec<{ seq: number; id: string; state: number }>('SELECT seq, id, state FROM events WHERE state <> ?', WAITING)) {
+            const next = ids.has(r.id) ? RESUMED : r.state === HANDED || r.state === RESUMED ? WAITING : r.state
+            if (next !== r.state) this.sql.exec('UPDATE events SET state = ? WHERE seq = ?', next, r.seq)
+            if (next === RESUMED) this.resumedRows = true
+          }
+        })
+        return cp
+      },
+      save: async (cp: ProducerCheckpoint) => {
+        // Reading event ids out of the batches is needed only while rows taken over at start remain.
+        const ids = this.resumedRows ? await this.pendingIds(cp.pending) : null
+        const body = checkpointToJson(cp, this.base64)
+        this.ctx.storage.transactionSync(() => {
+          this.sql.exec('INSERT OR REPLACE INTO producer_checkpoint (k, body) VALUES (0, ?)', body)
+          // One statement per save, not one per event: each exec costs workerd CPU.
+          if (this.acked.size > 0) this.deleteRows(JSON.stringify([...this.acked]))
+          // Taken over from the checkpoint and no longer in it: in the log (or relabelled, then in the new batches).
+          if (ids) {
+            let left = 0
+            for (const r of this.sql.exec<{ seq: number; id: string }>('SELECT seq, id FROM events WHERE state = ?', RESUMED)) {
+              if (!ids.has(r.id)) this.deleteRows(JSON.stringify([r.seq]))
+              else left++
+            }
+            this.resumedRows = left > 0
+          }
+        })
+        this.acked.clear()
+        // A batch goes to the broker right after this resolves: its checkpoint must be on disk first.
+        await this.ctx.storage.sync?.()
+      },
+    }
   }
 
   async fetch(request: Request): Promise<Response> {
-    const path = new URL(request.url).pathname
+    const url = new URL(request.url)
     try {
-      if (request.method === 'POST' && path === '/produce') return await this.produce(await request.json() as TelemetryRecord[])
-      if (request.method === 'GET' && path === '/metrics') return json(this.producer ? this.producer.metrics() : {})
-      if (request.method === 'GET' && path === '/status') return json(this.status())
+      if (request.method === 'POST' && url.pathname === '/accept') return await this.accept(await request.json() as TelemetryRecord[])
+      if (request.method === 'POST' && url.pathname === '/produce') return await this.produceNow(await request.json() as TelemetryRecord[])
+      if (request.method === 'GET' && url.pathname === '/metrics') return json(this.metricSamples())
+      if (request.method === 'GET' && url.pathname === '/status') return json(this.status())
       return json({ error: 'not found' }, 404)
     } catch (e) {
       return json({ error: (e as Error).name, message: (e as Error).message }, 500)
     }
   }
 
-  private status() {
-    const state = this.producer?.state
-    return {
-      producer: this.producer ? 'open' : 'idle',
-      producerId: state?.producerId?.toString() ?? null,
-      producerEpoch: state?.producerEpoch ?? null,
-      connectionsOpened: this.connectionsOpened,
-      // The protocol only, never the credentials: enough to tell whether a deploy picked up its config.
-      securityProtocol: this.env.KAFKA_SECURITY_PROTOCOL?.trim().toUpperCase() || 'PLAINTEXT',
+  /** The alarm produces what is stored; it runs again while rows are left (retries after failures). */
+  async alarm(): Promise<void> {
+    try {
+      await this.alarmRound()
+    } catch {
+      // Kafka unreachable, a refused login: the rows stay, and the next alarm tries again.
+      await this.ctx.storage.setAlarm(Date.now() + 5000)
     }
   }
 
-  private async produce(records: TelemetryRecord[]): Promise<Response> {
-    const producer = this.getProducer()
+  private async alarmRound(): Promise<void> {
+    if (Date.now() - this.prunedMs > 60_000) {
+      this.prunedMs = Date.now()
+      this.sql.exec('DELETE FROM accepted_ids WHERE at < ?', this.prunedMs - ACCEPTED_ID_WINDOW_MS)
+    }
+    await this.pump()
+    const left = this.backlog()
+    if (left.count > 0) await this.ctx.storage.setAlarm(Date.now() + 1000)
+  }
+
+  /** Deletes the rows whose seqs the JSON array names (rowsWritten would count index writes too). */
+  private deleteRows(seqs: string): void {
+    const where = 'seq IN (SELECT value FROM json_each(?))'
+    this.backlogCount -= this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM events WHERE ${where}`, seqs).one().n
+    this.sql.exec(`DELETE FROM events WHERE ${where}`, seqs)
+  }
+
+  /** Rows stored, counted once from SQLite and then kept up to date (COUNT(*) scans the table). */
+  private backlogCount = -1
+
+  private backlog(): { count: number; oldest: number | null } {
+    if (this.backlogCount < 0) this.backlogCount = this.sql.exec<{ n: number }>('SELECT COUNT(*) AS n FROM events').one().n
+    const oldest = this.sql.exec<{ at: number }>('SELECT accepted_at AS at FROM events ORDER BY seq LIMIT 1').toArray()[0]?.at ?? null
+    return { count: this.backlogCount, oldest }
+  }
+
+  private async accept(records: TelemetryRecord[]): Promise<Response> {
+    const now = Date.now()
+    const batch = JSON.stringify(records)
+    // A few statements per request whatever its size (each exec costs workerd CPU); an id this object
+    // accepted within the window is a client's retry: answered, not stored again, not counted.
+    const fresh = "FROM json_each(?) AS j WHERE NOT EXISTS (SELECT 1 FROM accepted_ids AS a WHERE a.id = json_extract(j.value, '$.id'))"
+    const incoming = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n ${fresh}`, batch).one().n
+    const { count } = this.backlog()
+    const max = this.maxBacklog()
+    if (count + incoming > max) {
+      this.stats.rejected += incoming
+      // How long the backlog takes to drain by the excess at the rate seen so far (30 s before anything drained).
+      const rate = this.stats.produced > 0 ? this.stats.produced / Math.max(1, (now - this.startedMs) / 1000) : 0
+      const retryAfter = Math.min(60, Math.max(1, rate > 0 ? Math.ceil((count + incoming - max) / rate) : 30))
+      return json({ error: `backlog full: ${count} events wait to be produced (at most ${max}); retry after ${retryAfter} s`, ids: records.map((r) => r.id) },
+        429, { 'retry-after': String(retryAfter) })
+    }
+    const stored = this.ctx.storage.transactionSync(() => {
+      const n = incoming
+      this.sql.exec(`INSERT INTO events (id, key, value, ts, type, state, accepted_at)
+        SELECT json_extract(j.value, '$.id'), json_extract(j.value, '$.key'), json_extract(j.value, '$.value'), json_extract(j.value, '$.timestamp'),
+          json_extract(j.value, '$.type'), ?, ? ${fresh} ORDER BY j.key`, WAITING, now, batch)
+      this.sql.exec("INSERT OR IGNORE INTO accepted_ids (id, at) SELECT json_extract(value, '$.id'), ? FROM json_each(?)", now, batch)
+      return n
+    })
+    this.backlogCount += stored
+    this.stats.accepted += stored
+    this.stats.retriedIds += records.length - stored
+    // Written before the answer leaves (the output gate holds it until the rows are durable).
+    if (!this.pumping && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now())
+    return json({ accepted: records.length, topic: this.env.TELEMETRY_TOPIC, ids: records.map((r) => r.id) }, 202)
+  }
+
+  private pump(): Promise<void> {
+    this.pumping ??= this.pumpRounds().finally(() => { this.pumping = null })
+    return this.pumping
+  }
+
+  private async pumpRounds(): Promise<void> {
+    const producer = await this.getProducer()
+    for (;;) {
+      const rows = this.sql.exec<Row>('SELECT * FROM events WHERE state IN (?, ?) ORDER BY seq LIMIT ?', WAITING, WAITING_MAYBE_WRITTEN, ROUND).toArray()
+      if (rows.length === 0) break
+      this.stats.rounds++
+      this.sql.exec('UPDATE events SET state = ? WHERE seq IN (SELECT value FROM json_each(?))', HANDED, JSON.stringify(rows.map((r) => r.seq)))
+      const sends = rows.map((r) => this.send(producer, r).then(
+        () => {
+          this.acked.add(r.seq)
+          this.stats.produced++
+          this.stats.latencySum += Date.now() - r.accepted_at
+          this.stats.latencyCount++
+        },
+        (e: Error & { mayHaveBeenWritten?: boolean }) => {
+          // Not written: it waits as it was. Maybe written: resent later, labelled as a possible duplicate.
+          this.sql.exec('UPDATE events SET state = ? WHERE seq = ?', e.mayHaveBeenWritten === false ? r.state : WAITING_MAYBE_WRITTEN, r.seq)
+          throw e
+        },
+      ))
+      const settled = await Promise.allSettled(sends)
+      if (settled.some((s) => s.status === 'rejected')) break
+    }
+    await producer.flush()
+  }
+
+  private send(producer: Producer, r: Row | TelemetryRecord & { state?: number }) {
+    const headers: Array<{ key: string; value: string }> = [
+      { key: 'event-type', value: r.type }, { key: 'content-type', value: 'application/json' }, { key: EVENT_ID_HEADER, value: r.id },
+    ]
+    if (r.state === WAITING_MAYBE_WRITTEN) {
+      headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: '1' })
+      this.stats.relabelled++
+    }
+    return producer.send({ topic: this.env.TELEMETRY_TOPIC, key: r.key, value: r.value, timestamp: 'ts' in r ? r.ts : r.timestamp, headers })
+  }
+
+  /** sync mode: answered once Kafka acknowledged every event. */
+  private async produceNow(records: TelemetryRecord[]): Promise<Response> {
     const topic = this.env.TELEMETRY_TOPIC
-    const settled = await Promise.allSettled(records.map((r) => producer.send({
-      topic,
-      key: r.key,
-      value: r.value,
-      timestamp: r.timestamp,
-      headers: { 'event-type': r.type, 'content-type': 'application/json' },
-    })))
+    const started = Date.now()
+    let settled: Array<PromiseSettledResult<{ partition: number; offset: bigint }>>
+    try {
+      const producer = await this.getProducer()
+      settled = await Promise.allSettled(records.map((r) => this.send(producer, r)))
+    } catch (e) {
+      // The producer could not connect (TLS, SASL, no broker): none of the events was sent.
+      const reason = Object.assign(e as Error, { mayHaveBeenWritten: (e as { mayHaveBeenWritten?: boolean }).mayHaveBeenWritten ?? false })
+      settled = records.map(() => ({ status: 'rejected', reason }))
+    }
     const produced: ProducedEvent[] = []
     const failed: FailedEvent[] = []
     settled.forEach((s, i) => {
       const id = records[i]!.id
-      if (s.status === 'fulfilled') produced.push({ id, partition: s.value.partition, offset: s.value.offset.toString() })
-      else {
+      if (s.status === 'fulfilled') {
+        produced.push({ id, partition: s.value.partition, offset: s.value.offset.toString() })
+        this.stats.produced++
+        this.stats.latencySum += Date.now() - started
+        this.stats.latencyCount++
+      } else {
         const e = s.reason as Error & { mayHaveBeenWritten?: boolean }
         failed.push({ id, error: e.name, message: e.message, retriable: e instanceof KafkaEdgeError ? e.retriable : false, mayHaveBeenWritten: e.mayHaveBeenWritten ?? true })
       }
     })
+    this.stats.accepted += produced.length
     const st = this.status()
     if (failed.length === 0) return json({ accepted: produced.length, topic, producerId: st.producerId, producerEpoch: st.producerEpoch, events: produced }, 202)
     // 503 when a retry may help, 500 otherwise; the caller retries the failed ids only.
     const status = failed.every((f) => f.retriable) ? 503 : 500
     return json({ error: 'some events were not acknowledged by Kafka', accepted: produced.length, topic, producerId: st.producerId, events: produced, failed }, status)
+  }
+
+  private status() {
+    const state = this.producer?.state
+    const backlog = this.backlog()
+    return {
+      mode: this.mode(),
+      producer: this.producer ? 'open' : 'idle',
+      producerId: state?.producerId?.toString() ?? null,
+      producerEpoch: state?.producerEpoch ?? null,
+      // What the producer did with the checkpoint it found: none, resumed or relabelled, and how many batches.
+      resumed: this.producer?.resumeOutcome ?? null,
+      connectionsOpened: this.connectionsOpened,
+      backlog: backlog.count,
+      // The protocol only, never the credentials: enough to tell whether a deploy picked up its config.
+      securityProtocol: this.env.KAFKA_SECURITY_PROTOCOL?.trim().toUpperCase() || 'PLAINTEXT',
+    }
+  }
+
+  /** This object's samples; the app renders every shard's into one Prometheus text page. */
+  private metricSamples(): MetricSample[] {
+    const b = this.backlog()
+    const s = this.stats
+    const samples: MetricSample[] = [
+      { name: 'kafka_edge_backlog_events', type: 'gauge', help: 'events stored and not yet acknowledged by Kafka', value: b.count },
+      { name: 'kafka_edge_oldest_event_age_seconds', type: 'gauge', help: 'age of the oldest stored event', value: b.oldest === null ? 0 : (Date.now() - b.oldest) / 1000 },
+      { name: 'kafka_edge_events_accepted_total', type: 'counter', help: 'events accepted (stored, or acknowledged in sync mode)', value: s.accepted },
+      { name: 'kafka_edge_events_produced_total', type: 'counter', help: 'events acknowledged by Kafka', value: s.produced },
+      { name: 'kafka_edge_events_rejected_total', type: 'counter', help: 'events refused with 429 (backlog full)', value: s.rejected },
+      { name: 'kafka_edge_events_retried_ids_total', type: 'counter', help: 'events whose id was accepted before (a client retry): answered, not stored', value: s.retriedIds },
+      { name: 'kafka_edge_events_relabelled_total', type: 'counter', help: 'events resent with the possible-duplicate header', value: s.relabelled },
+      { name: 'kafka_edge_produce_latency_seconds', type: 'summary', help: 'from accept to Kafka acknowledgement', value: s.latencySum / 1000, count: s.latencyCount },
+      { name: 'kafka_edge_connections_opened_total', type: 'counter', help: 'broker connections opened', value: this.connectionsOpened },
+    ]
+    for (const [k, v] of Object.entries(this.producer?.metrics() ?? {})) {
+      if (Number.isFinite(v)) samples.push({ name: `kafka_edge_producer_${k.replace(/[^a-zA-Z0-9]/g, '_')}`, type: 'gauge', help: `producer metric ${k} (Java name)`, value: v })
+    }
+    return samples
   }
 }

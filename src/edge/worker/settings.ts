@@ -1,5 +1,6 @@
 // The Worker's producer wiring that needs no WebAssembly module: kept apart from producer-object.ts
 // (which imports build/core.wasm, loadable only by wrangler) so unit tests can import it.
+import type { PendingBatch, ProducerCheckpoint } from '../producer/checkpoint.js'
 import type { ProducerSettings } from '../producer/config.js'
 import type { Transport } from '../transport/transport.js'
 import type { Env } from './env.js'
@@ -40,4 +41,53 @@ export function countingOpens(inner: Transport, onOpen: () => void): Transport {
       return link
     },
   }
+}
+
+/** A checkpoint as JSON for the object's SQLite (batches as base64; producer id already decimal text). */
+export function checkpointToJson(cp: ProducerCheckpoint, cache?: WeakMap<Uint8Array, string>): string {
+  const encode = (b: Uint8Array) => {
+    let s = cache?.get(b)
+    if (s === undefined) { s = toBase64(b); cache?.set(b, s) }
+    return s
+  }
+  return JSON.stringify({ ...cp, pending: cp.pending.map((p) => ({ ...p, bytes: encode(p.bytes) })) })
+}
+
+export function checkpointFromJson(text: string): ProducerCheckpoint {
+  const cp = JSON.parse(text) as Omit<ProducerCheckpoint, 'pending'> & { pending: Array<Omit<PendingBatch, 'bytes'> & { bytes: string }> }
+  return { ...cp, pending: cp.pending.map((p) => ({ ...p, bytes: fromBase64(p.bytes) })) }
+}
+
+function toBase64(b: Uint8Array): string {
+  let s = ''
+  for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode(...b.subarray(i, i + 0x8000))
+  return btoa(s)
+}
+
+function fromBase64(s: string): Uint8Array {
+  const bin = atob(s)
+  const out = new Uint8Array(bin.length)
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i)
+  return out
+}
+
+/** One metric of one object; `count` with a summary's sum. */
+export interface MetricSample { name: string; type: 'gauge' | 'counter' | 'summary'; help: string; value: number; count?: number }
+
+/** Every shard's samples as one Prometheus text exposition (format 0.0.4): TYPE and HELP once per name, a shard label per line. */
+export function prometheus(shards: ReadonlyArray<{ shard: string; samples: readonly MetricSample[] }>): string {
+  const byName = new Map<string, { type: string; help: string; lines: string[] }>()
+  for (const { shard, samples } of shards) {
+    for (const s of samples) {
+      let m = byName.get(s.name)
+      if (!m) { m = { type: s.type, help: s.help, lines: [] }; byName.set(s.name, m) }
+      const label = `{shard="${shard.replace(/["\\\n]/g, '_')}"}`
+      if (s.type === 'summary') {
+        m.lines.push(`${s.name}_sum${label} ${s.value}`, `${s.name}_count${label} ${s.count ?? 0}`)
+      } else m.lines.push(`${s.name}${label} ${s.value}`)
+    }
+  }
+  let out = ''
+  for (const [name, m] of byName) out += `# HELP ${name} ${m.help}\n# TYPE ${name} ${m.type}\n${m.lines.join('\n')}\n`
+  return out
 }

@@ -1,0 +1,237 @@
+// npm run bench -- worker [--events N] [--requests N] [--skip-load]
+//
+// The telemetry Worker under `wrangler dev` (real workerd) against real Kafka 4.4:
+//   1. the exactly-once harness at full size (test/e2e/worker-load.ts): 100,000 events from 50
+//      clients over 4 shards, the wrangler dev process restarted and a broker killed meanwhile;
+//   2. per request, sequential 100-event (and 1-event) POSTs: time to the answer (p50/p99) and workerd CPU per
+//      request (utime+stime of the workerd processes, from /proc, over all requests until the backlog
+//      drained, so the object's produce work is included), for kafka-edge durable, kafka-edge sync,
+//      and a Worker using kafkajs under nodejs_compat (connect, send, disconnect per request: a Worker
+//      cannot keep a socket across requests without a Durable Object);
+//   3. events/s of one shard: 20,000 events posted by 20 clients to SHARDS=1, first POST to empty backlog.
+// @platformatic/kafka is tried under nodejs_compat too; it fails at module load (recorded below).
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { bs, createTopic, ensureCluster, readTopic, stopCluster, uniqueTopic, type Cluster } from '../test/helpers/kafka.js'
+import { runWorkerLoad, type LoadResult } from '../test/e2e/worker-load.js'
+import { startWrangler, type WranglerDev } from '../test/e2e/wrangler.js'
+import { ensurePeers, PEERS_DIR, ROOT } from './peers.js'
+import { printTable, report, writeReport, type BenchResult } from './lib.js'
+import { telemetryApp } from '../src/edge/worker/app.js'
+import type { DurableObjectNamespace, Env } from '../src/edge/worker/env.js'
+
+/**
+ * The app's own share of a 100-event POST (what the Worker isolate does: routing, reading and
+ * validating the body, the fan-out to the objects), in V8 under Node with the objects answering
+ * 202 at once: a lower bound for the Worker's CPU that workerd's process-wide figure cannot separate.
+ */
+async function handlerCpu(requests: number): Promise<number> {
+  const ns: DurableObjectNamespace = {
+    idFromName: (n) => n,
+    get: () => ({ fetch: async () => new Response('{"accepted":100,"ids":[]}', { status: 202 }) }),
+  }
+  const app = telemetryApp({ shards: 4 })
+  const env = { PRODUCER: ns, KAFKA_BOOTSTRAP: 'b:1', TELEMETRY_TOPIC: 't' } as Env
+  const body = (r: number) => JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ type: 'bench', id: `h-${r}-${i}`, key: `user-${i % 20}`, data: { r, i, path: '/some/page' } })))
+  const post = (r: number) => app.request('/events', { method: 'POST', body: body(r), headers: { 'content-type': 'application/json' } }, env)
+  for (let r = 0; r < 200; r++) await (await post(r)).arrayBuffer()
+  const c0 = process.cpuUsage()
+  for (let r = 0; r < requests; r++) await (await post(r)).arrayBuffer()
+  const c = process.cpuUsage(c0)
+  return (c.user + c.system) / 1000 / requests
+}
+
+const arg = (args: string[], name: string, d: number) => {
+  const i = args.indexOf(`--${name}`)
+  return i >= 0 ? Number(args[i + 1]) : d
+}
+
+/** CPU seconds (user + system) of the workerd processes in a wrangler dev process group. */
+function workerdCpuMs(pgid: number): number {
+  const hz = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100
+  let ticks = 0
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let stat: string
+    try { stat = readFileSync(`/proc/${pid}/stat`, 'utf8') } catch { continue }
+    const close = stat.lastIndexOf(')')
+    const comm = stat.slice(stat.indexOf('(') + 1, close)
+    const f = stat.slice(close + 2).split(' ')
+    // fields after comm: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
+    if (comm === 'workerd' && Number(f[2]) === pgid) ticks += Number(f[11]) + Number(f[12])
+  }
+  return (ticks / hz) * 1000
+}
+
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? 0
+
+interface PerRequest { impl: string; requests: number; p50Ms: number; p99Ms: number; cpuMsPerRequest: number; error?: string }
+
+async function perRequest(impl: string, dev: WranglerDev, path: string, requests: number, drained: () => Promise<boolean>, events = 100): Promise<PerRequest> {
+  const body = (r: number) => JSON.stringify(Array.from({ length: events }, (_, i) => ({ type: 'bench', id: `${impl}-${events}-${r}-${i}`, key: `user-${i % 20}`, data: { r, i, path: '/some/page' } })))
+  const post = (r: number) => fetch(`${dev.url}${path}`, { method: 'POST', body: body(r), headers: { 'content-type': 'application/json' } })
+  const ok = (status: number) => status === 202 || status === 200 || (path === '/no-such-route' && status === 404)
+  for (let r = 0; r < 20; r++) { const res = await post(-1 - r); await res.arrayBuffer(); if (!ok(res.status)) throw new Error(`${impl}: ${res.status}`) }
+  while (!(await drained())) await new Promise((r) => setTimeout(r, 200))
+  const cpu0 = workerdCpuMs(dev.pgid)
+  const times: number[] = []
+  for (let r = 0; r < requests; r++) {
+    const t0 = performance.now()
+    const res = await post(r)
+    const text = await res.text()
+    if (!ok(res.status)) throw new Error(`${impl}: ${res.status} ${text.slice(0, 300)}`)
+    times.push(performance.now() - t0)
+  }
+  while (!(await drained())) await new Promise((r) => setTimeout(r, 100))
+  const cpu = workerdCpuMs(dev.pgid) - cpu0
+  return { impl, requests, p50Ms: percentile(times, 0.5), p99Ms: percentile(times, 0.99), cpuMsPerRequest: cpu / requests }
+}
+
+const backlogEmpty = (dev: WranglerDev) => async () => {
+  const h = await (await fetch(`${dev.url}/healthz`)).json() as { shards: Array<{ backlog: number }> }
+  return h.shards.every((s) => s.backlog === 0)
+}
+
+/** A Worker project that uses a Node Kafka client under nodejs_compat, in .tmp (wrangler bundles it from there). */
+function peerProject(name: 'kafkajs' | 'platformatic'): string {
+  const dir = join(ROOT, '.tmp', `bench-worker-${name}`)
+  mkdirSync(join(dir, 'src'), { recursive: true })
+  if (!existsSync(join(dir, 'node_modules'))) symlinkSync(name === 'kafkajs' ? join(ROOT, 'node_modules') : join(PEERS_DIR, 'node_modules'), join(dir, 'node_modules'), 'dir')
+  const client = name === 'kafkajs'
+    ? `import { Kafka } from 'kafkajs'
+const produce = async (env, messages) => {
+  const p = new Kafka({ clientId: 'bench', brokers: env.KAFKA_BOOTSTRAP.split(','), logLevel: 0 }).producer({ idempotent: true, maxInFlightRequests: 5 })
+  await p.connect()
+  await p.send({ topic: env.TELEMETRY_TOPIC, acks: -1, messages })
+  await p.disconnect()
+}`
+    : `import { Producer, stringSerializers } from '@platformatic/kafka'
+const produce = async (env, messages) => {
+  const p = new Producer({ clientId: 'bench', bootstrapBrokers: env.KAFKA_BOOTSTRAP.split(','), serializers: stringSerializers, idempotent: true })
+  await p.send({ messages: messages.map((m) => ({ ...m, topic: env.TELEMETRY_TOPIC })) })
+  await p.close()
+}`
+  writeFileSync(join(dir, 'src', 'index.js'), `${client}
+export default {
+  async fetch(req, env) {
+    const url = new URL(req.url)
+    if (url.pathname === '/healthz') return Response.json({ ok: true, shards: [{ backlog: 0 }] })
+    const events = await req.json()
+    await produce(env, events.map((e) => ({ key: e.key, value: JSON.stringify(e), headers: { 'event-type': e.type } })))
+    return Response.json({ accepted: events.length }, { status: 202 })
+  },
+}
+`)
+  // The newest date wrangler 4.86.0's workerd accepts (2026-08-04, the nodejs_compat default date, is refused).
+  writeFileSync(join(dir, 'wrangler.toml'), `name = "bench-${name}"\nmain = "src/index.js"\ncompatibility_date = "2026-05-03"\ncompatibility_flags = ["nodejs_compat"]\n`)
+  return dir
+}
+
+export default async function main(args: string[]): Promise<void> {
+  const events = arg(args, 'events', 100_000)
+  const requests = arg(args, 'requests', 200)
+  const skipLoad = args.includes('--skip-load')
+  const results: BenchResult[] = []
+  const handler = await handlerCpu(2000)
+  console.log(`app handler, 100-event POST, Node V8, objects stubbed: ${handler.toFixed(3)} ms CPU`)
+  results.push({ impl: 'kafka-edge app handler (V8 in Node, objects stubbed)', metric: 'CPU per 100-event POST', unit: 'ms', value: handler })
+  if (args.includes('--handler-only')) { printTable(results, results[0]!.impl); return }
+  const notes: Record<string, unknown> = {}
+  const single: Cluster = await ensureCluster({ name: 'bench-worker' })
+  try {
+    // 2. per request
+    for (const mode of ['durable', 'sync'] as const) {
+      const topic = uniqueTopic(`bench-worker-${mode}`)
+      await createTopic(single, topic, { partitions: 4 })
+      const dev = await startWrangler({ KAFKA_BOOTSTRAP: bs(single), TELEMETRY_TOPIC: topic, ACCEPT_MODE: mode, SHARDS: '1' })
+      try {
+        const r = await perRequest(`kafka-edge-${mode}`, dev, '/events', requests, backlogEmpty(dev))
+        console.log(JSON.stringify(r))
+        if (mode === 'durable') {
+          // The same POST to a route the app answers 404 at once: what workerd under wrangler dev spends
+          // on any request (HTTP, the dev proxy, reading the body), so the rest is the Worker's own.
+          const base = await perRequest('wrangler-dev-404', dev, '/no-such-route', requests, async () => true)
+          console.log(JSON.stringify(base))
+          results.push({ impl: base.impl, metric: 'workerd CPU per 100-event POST', unit: 'ms', value: base.cpuMsPerRequest })
+        }
+        // A 1-event POST: the part of the cost that does not grow with the events.
+        const one = await perRequest(`kafka-edge-${mode}`, dev, '/events', requests, backlogEmpty(dev), 1)
+        console.log(JSON.stringify({ ...one, events: 1 }))
+        results.push({ impl: one.impl, metric: 'workerd CPU per 1-event POST', unit: 'ms', value: one.cpuMsPerRequest })
+        results.push({ impl: r.impl, metric: 'workerd CPU per 100-event POST', unit: 'ms', value: r.cpuMsPerRequest })
+        results.push({ impl: r.impl, metric: 'time to answer p50', unit: 'ms', value: r.p50Ms })
+        results.push({ impl: r.impl, metric: 'time to answer p99', unit: 'ms', value: r.p99Ms })
+      } finally { await dev.stop() }
+    }
+    ensurePeers()
+    for (const peer of ['kafkajs', 'platformatic'] as const) {
+      const topic = uniqueTopic(`bench-worker-${peer}`)
+      await createTopic(single, topic, { partitions: 4 })
+      let dev: WranglerDev | null = null
+      try {
+        dev = await startWrangler({ KAFKA_BOOTSTRAP: bs(single), TELEMETRY_TOPIC: topic }, { project: peerProject(peer), timeoutMs: 60_000 })
+        const r = await perRequest(`${peer}-nodejs_compat`, dev, '/events', requests, async () => true)
+        const read = await readTopic(single, topic, { expected: (requests + 20) * 100, isolation: 'read_uncommitted' })
+        console.log(JSON.stringify({ ...r, read: read.length }))
+        results.push({ impl: r.impl, metric: 'workerd CPU per 100-event POST', unit: 'ms', value: r.cpuMsPerRequest })
+        results.push({ impl: r.impl, metric: 'time to answer p50', unit: 'ms', value: r.p50Ms })
+        results.push({ impl: r.impl, metric: 'time to answer p99', unit: 'ms', value: r.p99Ms })
+      } catch (e) {
+        const msg = (e as Error).message
+        const error = /Uncaught [^\n]*/.exec(msg)?.[0] ?? /requires compatibility date[^\n]*/.exec(msg)?.[0] ?? msg.slice(0, 500)
+        notes[`${peer} under nodejs_compat`] = error
+        console.log(`${peer}: ${error}`)
+      } finally { await dev?.stop() }
+    }
+
+    // 3. one shard's throughput
+    {
+      const topic = uniqueTopic('bench-worker-shard')
+      await createTopic(single, topic, { partitions: 4 })
+      const dev = await startWrangler({ KAFKA_BOOTSTRAP: bs(single), TELEMETRY_TOPIC: topic, SHARDS: '1' })
+      try {
+        const n = 20_000
+        const t0 = performance.now()
+        await Promise.all(Array.from({ length: 20 }, async (_, c) => {
+          for (let r = 0; r < n / 20 / 100; r++) {
+            const body = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ type: 'bench', id: `s${c}-${r}-${i}`, key: `user-${c}-${i % 5}` })))
+            const res = await fetch(`${dev.url}/events`, { method: 'POST', body, headers: { 'content-type': 'application/json' } })
+            await res.arrayBuffer()
+            if (res.status !== 202) throw new Error(`shard run: ${res.status}`)
+          }
+        }))
+        const accepted = performance.now() - t0
+        while (!(await backlogEmpty(dev)())) await new Promise((r) => setTimeout(r, 100))
+        const total = performance.now() - t0
+        results.push({ impl: 'kafka-edge-durable', metric: 'events/s accepted by one shard', unit: 'events/s', value: n / (accepted / 1000) })
+        results.push({ impl: 'kafka-edge-durable', metric: 'events/s produced by one shard', unit: 'events/s', value: n / (total / 1000) })
+      } finally { await dev.stop() }
+    }
+  } finally {
+    await stopCluster(single)
+  }
+
+  // 1. exactly once at full size
+  if (!skipLoad) {
+    const cluster = await ensureCluster({ nodes: 3, name: 'bench-worker-n3' })
+    let r: LoadResult
+    try {
+      r = await runWorkerLoad(cluster, {
+        events, clients: 50, perRequest: 100, shards: 4, partitions: 12, restartAt: 0.3, killBrokerAt: 0.6, brokerDownMs: 10_000,
+        log: (m) => console.log(`[load] ${m}`),
+      })
+    } finally { await stopCluster(cluster) }
+    console.log(JSON.stringify({ ...r, duplicates: r.duplicates.length, missing: r.missing.length }))
+    notes.exactlyOnce = { ...r, duplicates: r.duplicates.slice(0, 20), missing: r.missing.slice(0, 20) }
+    results.push({ impl: 'kafka-edge-durable', metric: `exactly-once run: accepted of ${events}`, unit: 'events', value: r.accepted })
+    results.push({ impl: 'kafka-edge-durable', metric: 'exactly-once run: read twice', unit: 'events', value: r.duplicates.length })
+    results.push({ impl: 'kafka-edge-durable', metric: 'exactly-once run: missing', unit: 'events', value: r.missing.length })
+    results.push({ impl: 'kafka-edge-durable', metric: 'exactly-once run: keys out of order', unit: 'keys', value: r.outOfOrderKeys.length })
+    results.push({ impl: 'kafka-edge-durable', metric: 'exactly-once run: events/s per shard (post + drain, faults included)', unit: 'events/s', value: r.accepted / (r.postSeconds + r.drainSeconds) / 4 })
+    results.push({ impl: 'kafka-edge-durable', metric: 'exactly-once run: time to 202 p50', unit: 'ms', value: r.acceptP50Ms })
+    results.push({ impl: 'kafka-edge-durable', metric: 'exactly-once run: time to 202 p99', unit: 'ms', value: r.acceptP99Ms })
+  }
+  printTable(results, 'kafka-edge-durable')
+  const file = writeReport(report('worker', { events, requests, wrangler: '4.86.0', ...notes }, results))
+  console.log(`wrote ${file}`)
+}

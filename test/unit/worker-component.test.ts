@@ -1,0 +1,111 @@
+// The telemetry component's pure parts: the shard of an event, the Prometheus page, the checkpoint's
+// storage form, and the app's fan-out over shards (against recording stand-ins for the objects; the
+// objects themselves run in workerd in test/e2e/worker*.test.ts).
+import { describe, expect, it } from 'vitest'
+import { partitionForKey } from '../../src/edge/index.js'
+import { SHARD_PREFIX, shardOf, telemetryApp } from '../../src/edge/worker/app.js'
+import type { DurableObjectNamespace, Env } from '../../src/edge/worker/env.js'
+import { checkpointFromJson, checkpointToJson, prometheus } from '../../src/edge/worker/settings.js'
+
+describe('shardOf', () => {
+  it('is the key\'s murmur2 partition (Kafka\'s default partitioner) over the shard count; keyless events by id', () => {
+    for (const key of ['user-1', 'user-2', 'ü', '']) {
+      expect(shardOf({ key, id: 'x' }, 4)).toBe(partitionForKey(new TextEncoder().encode(key), 4))
+    }
+    expect(shardOf({ key: null, id: 'abc' }, 4)).toBe(partitionForKey(new TextEncoder().encode('abc'), 4))
+    expect(shardOf({ key: 'anything', id: 'x' }, 1)).toBe(0)
+  })
+
+  it('spreads keys over every shard', () => {
+    const counts = new Array(4).fill(0)
+    for (let i = 0; i < 4000; i++) counts[shardOf({ key: `user-${i}`, id: '' }, 4)]++
+    for (const c of counts) expect(c).toBeGreaterThan(800)
+  })
+})
+
+describe('prometheus()', () => {
+  it('writes HELP and TYPE once per metric, a shard label per line, summaries as _sum and _count', () => {
+    const text = prometheus([
+      { shard: '0', samples: [{ name: 'a_total', type: 'counter', help: 'things', value: 3 }, { name: 'lat_seconds', type: 'summary', help: 'latency', value: 1.5, count: 4 }] },
+      { shard: '1', samples: [{ name: 'a_total', type: 'counter', help: 'things', value: 5 }, { name: 'lat_seconds', type: 'summary', help: 'latency', value: 0, count: 0 }] },
+    ])
+    expect(text).toBe([
+      '# HELP a_total things', '# TYPE a_total counter', 'a_total{shard="0"} 3', 'a_total{shard="1"} 5',
+      '# HELP lat_seconds latency', '# TYPE lat_seconds summary',
+      'lat_seconds_sum{shard="0"} 1.5', 'lat_seconds_count{shard="0"} 4', 'lat_seconds_sum{shard="1"} 0', 'lat_seconds_count{shard="1"} 0', '',
+    ].join('\n'))
+  })
+})
+
+describe('checkpoint storage form', () => {
+  it('round-trips through JSON with the batches\' bytes intact', () => {
+    const bytes = Uint8Array.from({ length: 70_000 }, (_, i) => (i * 31) & 0xff)
+    const cp = { v: 1 as const, producerId: '9007199254740993', epoch: 3, savedAt: 1, nextSequence: [{ topic: 't', partition: 0, next: 7 }], pending: [{ topic: 't', partition: 0, baseSequence: 5, recordCount: 2, bytes }], ticket: 'x' }
+    const back = checkpointFromJson(checkpointToJson(cp))
+    expect(back).toEqual(cp)
+    expect(back.pending[0]!.bytes).toBeInstanceOf(Uint8Array)
+  })
+})
+
+/** Stand-ins for the objects: each named stub answers from `answer` and records what it was sent. */
+function namespace(answer: (shard: number, body: unknown[]) => Response) {
+  const calls: Array<{ shard: number; path: string; body: unknown[]; hint?: string }> = []
+  const ns: DurableObjectNamespace = {
+    idFromName: (name) => Number(name.slice(SHARD_PREFIX.length)),
+    get: (id, opts) => ({
+      fetch: async (input, init) => {
+        const shard = id as number
+        const body = JSON.parse(String(init?.body ?? '[]')) as unknown[]
+        calls.push({ shard, path: new URL(String(input)).pathname, body, hint: opts?.locationHint })
+        return answer(shard, body)
+      },
+    }),
+  }
+  return { ns, calls }
+}
+
+const env = (ns: DurableObjectNamespace): Env => ({ PRODUCER: ns, KAFKA_BOOTSTRAP: 'b:9092', TELEMETRY_TOPIC: 'telemetry' })
+const post = (app: ReturnType<typeof telemetryApp>, e: Env, events: object[]) =>
+  app.request('/events', { method: 'POST', body: JSON.stringify(events), headers: { 'content-type': 'application/json' } }, e)
+
+describe('telemetryApp() over shards', () => {
+  const events = Array.from({ length: 40 }, (_, i) => ({ type: 'click', id: `e${i}`, key: `user-${i % 8}` }))
+
+  it('sends each event to its key\'s shard (in request order), with the locationHint, and answers 202 with every id', async () => {
+    const { ns, calls } = namespace((_s, body) => Response.json({ accepted: body.length, ids: (body as Array<{ id: string }>).map((r) => r.id) }, { status: 202 }))
+    const res = await post(telemetryApp({ shards: 4, locationHint: 'weur' }), env(ns), events)
+    expect(res.status).toBe(202)
+    const body = await res.json() as { accepted: number; ids: string[] }
+    expect(body.accepted).toBe(40)
+    expect([...body.ids].sort()).toEqual(events.map((e) => e.id).sort())
+    for (const c of calls) {
+      expect(c.path).toBe('/accept')
+      expect(c.hint).toBe('weur')
+      for (const r of c.body as Array<{ key: string }>) expect(shardOf({ key: r.key, id: '' }, 4)).toBe(c.shard)
+      const ids = (c.body as Array<{ id: string }>).map((r) => Number(r.id.slice(1)))
+      expect(ids).toEqual([...ids].sort((a, b) => a - b))
+    }
+  })
+
+  it('a full shard makes the answer 429 with the largest Retry-After and the ids to resend', async () => {
+    const { ns } = namespace((shard, body) => (shard === 1
+      ? Response.json({ error: 'backlog full', ids: (body as Array<{ id: string }>).map((r) => r.id) }, { status: 429, headers: { 'retry-after': '7' } })
+      : Response.json({ accepted: body.length, ids: (body as Array<{ id: string }>).map((r) => r.id) }, { status: 202 })))
+    const res = await post(telemetryApp({ shards: 4 }), env(ns), events)
+    expect(res.status).toBe(429)
+    expect(res.headers.get('retry-after')).toBe('7')
+    const body = await res.json() as { accepted: number; ids: string[]; refused: string[]; error: string }
+    expect(body.error).toBe('backlog full')
+    expect(body.accepted + body.refused.length).toBe(40)
+    expect(body.refused.every((id) => shardOf({ key: events.find((e) => e.id === id)!.key, id }, 4) === 1)).toBe(true)
+  })
+
+  it('sync mode posts to /produce; a missing binding is a 500 that names it', async () => {
+    const { ns, calls } = namespace((_s, body) => Response.json({ accepted: body.length, events: [] }, { status: 202 }))
+    expect((await post(telemetryApp({ mode: 'sync' }), env(ns), events.slice(0, 3))).status).toBe(202)
+    expect(calls.map((c) => c.path)).toEqual(['/produce'])
+    const res = await post(telemetryApp({ binding: 'NOPE' }), env(ns), events.slice(0, 1))
+    expect(res.status).toBe(500)
+    expect(((await res.json()) as { message: string }).message).toMatch(/no Durable Object binding NOPE/)
+  })
+})
