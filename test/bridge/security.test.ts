@@ -17,7 +17,7 @@ import {
 } from '../../src/edge/index.js'
 import { closeError } from '../../src/edge/transport/websocket.js'
 import { TsBatchBuilder } from '../../bench/ts-batch-builder.js'
-import { createTopic, readTopic, uniqueTopic, type Cluster } from '../helpers/kafka.js'
+import { createTopic, readTopic, uniqueTopic, waitFor, type Cluster } from '../helpers/kafka.js'
 import { assertHealthy, rawClient, relayCluster, startRelay, token, wsProducer, type RawClient } from './helpers.js'
 
 let cluster: Cluster
@@ -713,9 +713,14 @@ describe('parsing has a shared budget', () => {
       expect(frame.length).toBeGreaterThan(800 * 1024)
       const clients = Array.from({ length: 12 }, (_, i) => rawClient(small.url, { token: token({ sub: `bulk-${i}` }) }))
       await Promise.all(clients.map((c) => c.opened))
-      for (const c of clients) c.send(frame)
+      // Every client first sends 60% of its message as a WebSocket fragment, so twelve large messages are
+      // in reception at once whatever the machine's speed: the budget must make some of them wait.
+      const cut = Math.floor(frame.length * 0.6)
+      for (const c of clients) c.ws.send(frame.subarray(0, cut), { binary: true, fin: false })
+      await waitFor(() => small.metrics.get('kafka_edge_bridge_parse_budget_waits_total') > 0, { what: 'a connection waiting for the parse budget' })
       const health = await fetch(`${small.httpUrl}/healthz`)
       expect(health.status).toBe(200)
+      for (const c of clients) c.ws.send(frame.subarray(cut), { binary: true, fin: true })
       const closed = await Promise.all(clients.map((c) => c.closed))
       for (const c of closed) expect(c.code).toBe(CloseCode.BAD_FRAME)
       expect(small.metrics.get('kafka_edge_bridge_parse_budget_waits_total')).toBeGreaterThan(0)
