@@ -1,11 +1,13 @@
 import { World, runSeed } from './harness.js'
 import { runTxnSeed } from './txn-harness.js'
+import { runResumeSeed } from './resume-harness.js'
 
 /**
  * npm run test:sim -- --seeds N [--from S]            run N seeds starting at S (default 1)
  * npm run test:sim -- --seed S --verbose              replay one seed with a full trace
  * npm run test:sim -- --txn --seeds N [--from S]      the same with the transactional producer
  * npm run test:sim -- --txn --seed S --verbose
+ * npm run test:sim -- --resume --seeds N [--from S]   chains of resumable producers killed mid-flight
  */
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`)
@@ -16,9 +18,11 @@ await World.preload()
 const single = arg('seed')
 const verbose = process.argv.includes('--verbose')
 const txn = process.argv.includes('--txn')
-const replay = txn ? '--txn ' : ''
+const resume = process.argv.includes('--resume')
+const replay = txn ? '--txn ' : resume ? '--resume ' : ''
+const runOne = (s: number, o: { verbose?: boolean }) => (txn ? runTxnSeed(s, o) : resume ? runResumeSeed(s, o) : runSeed(s, o))
 if (single !== undefined) {
-  const res = txn ? await runTxnSeed(Number(single), { verbose: true }) : await runSeed(Number(single), { verbose: true })
+  const res = await runOne(Number(single), { verbose: true })
   console.log(res.description)
   console.log(res.ok ? `seed ${res.seed}: ok` : `seed ${res.seed}: FAILED\n  ${res.violations.join('\n  ')}`)
   process.exit(res.ok ? 0 : 1)
@@ -32,7 +36,7 @@ const idem = { bumps: 0, dups: 0 }
 const txns = { committed: 0, aborted: 0, abandoned: 0, unknown: 0, open: 0, fences: 0, incarnations: 0, tv2: 0 }
 for (let s = from; s < from + count; s++) {
   if (process.env.SIM_TRACE) console.log(`seed ${s}...`)
-  const res = txn ? await runTxnSeed(s, { verbose }) : await runSeed(s, { verbose })
+  const res = await runOne(s, { verbose })
   records += res.stats.records; acked += res.stats.acked; failed += res.stats.failed; virtualMs += res.stats.virtualMs
   if ('txns' in res.stats) {
     for (const [k, v] of Object.entries(res.stats.txns)) txns[k as keyof typeof res.stats.txns] += v

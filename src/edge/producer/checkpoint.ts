@@ -9,7 +9,16 @@ import { NUM_BATCHES_TO_RETAIN } from './idempotence.js'
  * encoded RecordBatch v2 exactly as it goes on the wire: producer id, epoch and base sequence are in
  * its header, so a resumed producer resends it byte for byte and the broker recognises it.
  */
-export interface PendingBatch { topic: string; partition: number; baseSequence: number; recordCount: number; bytes: Uint8Array }
+export interface PendingBatch {
+  topic: string; partition: number; baseSequence: number; recordCount: number; bytes: Uint8Array
+  /** Its records are being re-sent as new records (possible duplicates): a later producer never resends it as it is. */
+  relabelled?: true
+  /** With `relabelled`: indexes of the records whose copies were acknowledged. */
+  delivered?: number[]
+}
+
+/** A batch whose records are being re-sent as new records, and which of those copies were acknowledged. */
+export interface RelabelledBatch { batch: PendingBatch; delivered: Set<number> }
 
 /**
  * What a later producer needs to take over this one's identity (see docs/producer.md, "Resuming a
@@ -79,8 +88,8 @@ export class Checkpointer {
   private readonly saved = new Map<ProducerBatch, string>()
   private running: Promise<void> = Promise.resolve()
   private queued: Promise<void> | null = null
-  /** Batches of an earlier producer id whose records are being re-sent (possible duplicates): kept until those sends settle. */
-  legacy: PendingBatch[] = []
+  /** Batches whose records are being re-sent as possible duplicates: kept until every copy is acknowledged. */
+  legacy: RelabelledBatch[] = []
   ticket: string | undefined
   /** close(): batches it fails stay in the store, so the next producer resends them under the same identity. */
   frozen = false
@@ -101,7 +110,16 @@ export class Checkpointer {
     this.saved.set(b, stampKey(b))
   }
 
-  isDurable(b: ProducerBatch): boolean { return this.saved.get(b) === stampKey(b) }
+  /**
+   * Saved under its current stamp, and not beside a batch of an older epoch of its partition that
+   * has settled since: a takeover reads older-epoch batches in a checkpoint as proof that nothing
+   * newer of that partition was sent, so the save that lets a newer batch go must be without them.
+   */
+  isDurable(b: ProducerBatch): boolean {
+    return this.saved.get(b) === stampKey(b) && !(this.olderBeside.get(b)?.some((o) => !this.tracked.has(o)))
+  }
+
+  private readonly olderBeside = new Map<ProducerBatch, ProducerBatch[]>()
 
   /**
    * The batch settled (acknowledged, failed, split): it leaves the checkpoint at the next save. That
@@ -111,6 +129,7 @@ export class Checkpointer {
   untrack(b: ProducerBatch): void {
     if (!this.tracked.delete(b)) return
     this.saved.delete(b)
+    this.olderBeside.delete(b)
     this.removals = true
     if (this.frozen || this.removalTimer !== null) return
     this.removalTimer = this.clock.setTimeout(() => {
@@ -148,7 +167,7 @@ export class Checkpointer {
     const head = this.head()
     const included: Array<[ProducerBatch, string]> = []
     const perPartition = new Map<string, number>()
-    const pending: PendingBatch[] = [...this.legacy]
+    const pending: PendingBatch[] = this.legacy.map((l) => ({ ...l.batch, relabelled: true as const, delivered: [...l.delivered] }))
     for (const [b, p] of this.tracked) {
       this.track(b)
       const key = `${b.tp.key}/${b.producerId}`
@@ -173,7 +192,13 @@ export class Checkpointer {
       throw markDelivery(new CheckpointException(`the checkpoint store refused the save (${(e as Error)?.message ?? String(e)}); ` +
         'the batches it should hold were not sent. Fix the store; the producer retries with the next batches', { cause: e }), false)
     }
-    for (const [b, k] of included) if (this.tracked.has(b)) this.saved.set(b, k)
+    for (const [b, k] of included) {
+      if (!this.tracked.has(b)) continue
+      this.saved.set(b, k)
+      const older = included.filter(([o]) => o.tp === b.tp && o.producerId === b.producerId && o.producerEpoch < b.producerEpoch).map(([o]) => o)
+      if (older.length > 0) this.olderBeside.set(b, older)
+      else this.olderBeside.delete(b)
+    }
   }
 }
 

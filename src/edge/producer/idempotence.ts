@@ -230,13 +230,25 @@ export class IdempotenceManager {
       e.producerIdAndEpoch = pe
       e.nextSequence = n.next
     }
-    for (const b of batches) {
-      const e = this.entry(b.tp)
-      e.producerIdAndEpoch = pe
-      // The broker has everything up to the first resend (a partition's acknowledged batches left the checkpoint).
-      if (e.inflight.length === 0) e.lastAckedSequence = b.baseSequence === 0 ? NO_LAST_ACKED : b.baseSequence - 1
-      e.addInflight(b)
-      if (((b.lastSequence + 1 - e.nextSequence) | 0) > 0) e.nextSequence = incrementSequence(b.lastSequence, 1)
+    const byTp = new Map<string, ProducerBatch[]>()
+    for (const b of batches) byTp.set(b.tp.key, [...(byTp.get(b.tp.key) ?? []), b])
+    for (const list of byTp.values()) {
+      const e = this.entry(list[0]!.tp)
+      for (const b of list) e.addInflight(b)
+      const oldest = e.inflight[0]!
+      const newest = e.inflight[e.inflight.length - 1]!
+      const stamp = { producerId: newest.producerId, epoch: newest.producerEpoch }
+      // Batches of an older epoch than the producer's are ones a local bump kept because they may be
+      // in the log; the partition moves to the new epoch once they settle, as it would have in the
+      // producer that saved them.
+      if (!sameProducer(e.producerIdAndEpoch, stamp)) {
+        e.producerIdAndEpoch = stamp
+        e.nextSequence = incrementSequence(newest.lastSequence, 1)
+      } else if (((newest.lastSequence + 1 - e.nextSequence) | 0) > 0) {
+        e.nextSequence = incrementSequence(newest.lastSequence, 1)
+      }
+      // The broker has everything up to the first resend (acknowledged batches left the checkpoint).
+      e.lastAckedSequence = oldest.producerEpoch === stamp.epoch && oldest.baseSequence > 0 ? oldest.baseSequence - 1 : NO_LAST_ACKED
     }
   }
 

@@ -9,10 +9,11 @@ import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from '
 import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
 import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
-import { ProducerBatch, topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
+import { ProducerBatch, incrementSequence, topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
 import { NUM_BATCHES_TO_RETAIN, IdempotenceManager, type ProducerIdState } from './idempotence.js'
 import { extensions } from '../extensions.js'
+import { sleep } from '../clock.js'
 import type { TransactionCoordinatorClient } from './transactions/coordinator-client.js'
 import type { GroupMetadata, OffsetsToCommit, TxnState } from './transactions/state.js'
 
@@ -25,11 +26,41 @@ export type { RecordMetadata } from './producer-batch.js'
  */
 export interface ResumeOutcome {
   mode: 'none' | 'resumed' | 'relabelled'
+  /** Batches and records the loaded checkpoint held. */
   batches: number
   records: number
-  /** Why the producer could not resume (relabelled only). */
+  /** Batches the leaders proved written already (resumed only): they left the checkpoint unsent. */
+  written?: number
+  /** Batches whose records went out again as new records with the possible-duplicate header. */
+  relabelled?: number
+  /** Why those batches could not be resent as they were. */
   reason?: string
 }
+
+/** A partition leader's state for a producer id (DescribeProducers). */
+interface LeaderProducerState { producerEpoch: number; lastSequence: number }
+
+/** What a takeover does with each batch of a loaded checkpoint. */
+interface ResumePlan {
+  /** false: no leader could say anything about the producer id, so a new one is taken. */
+  identity: boolean
+  /** Resent under their own stamps, per partition in (epoch, sequence) order. */
+  resend: PendingBatch[]
+  /** Proven in the log by the leader's last sequence: dropped. */
+  written: PendingBatch[]
+  relabel: PendingBatch[]
+  reasons: string[]
+  /** Batches whose records were already being re-sent as new ones when the checkpoint was saved. */
+  legacy: Set<PendingBatch>
+}
+
+/** A record's identity for matching a re-sent copy to its original: key, value, timestamp and headers, without the label. */
+function recordKey(r: RecordInput): string {
+  const hex = (b: Uint8Array | null): string => (b === null ? '-' : Array.from(b, (x) => x.toString(16).padStart(2, '0')).join(''))
+  const headers = (r.headers ?? []).filter((h) => h.key !== POSSIBLE_DUPLICATE_HEADER).map((h) => `${h.key}=${hex(h.value)}`).join(',')
+  return `${hex(r.key)}|${hex(r.value)}|${r.timestamp}|${headers}`
+}
+
 
 type Bytes = Uint8Array | string | null
 
@@ -114,8 +145,6 @@ export class Producer {
   /** @internal With the `checkpoint` setting. */
   checkpointer: Checkpointer | null = null
   private resume: ResumeOutcome | undefined
-  /** Relabelled resends not yet settled: their old batches stay in the checkpoint until then. */
-  private relabelling: Array<Promise<unknown>> = []
 
   constructor(settings: ProducerSettings | AnyProducerSettings) {
     this.config = parseConfig(settings)
@@ -227,11 +256,12 @@ export class Producer {
       if (cp.pending.length > 0) {
         await this.withDeadline(this.cluster.refresh(this.sender.topicsInUse), c.maxBlockMs, 'fetching metadata for the checkpoint\'s partitions')
       }
-      const reason = await this.whyNotResumable(pe, cp.pending)
+      const plan = await this.planResume(pe, cp.pending)
       const records = cp.pending.reduce((n, p) => n + p.recordCount, 0)
-      if (reason === null) {
+      const reason = plan.reasons.length > 0 ? plan.reasons.join('; ') : undefined
+      if (plan.identity) {
         const now = c.clock.now()
-        const batches = [...cp.pending].sort(pendingOrder).map((p) => {
+        const batches = plan.resend.map((p) => {
           const id = batchIdentity(p.bytes)
           const stamp = { producerId: id.producerId, producerEpoch: id.epoch, baseSequence: id.baseSequence, transactional: false }
           // Failed for any reason (delivery timeout, a refusal of the resumed state), its records go
@@ -245,15 +275,25 @@ export class Producer {
           this.accumulator.deque(b.tp).unshift(b)
           this.accumulator.incomplete.add(b)
         }
-        this.resume = { mode: 'resumed', batches: batches.length, records }
-        c.log.debug('checkpoint', 'producer resumed', { producerId: pe.producerId, epoch: pe.epoch, batches: batches.length })
+        this.resume = {
+          mode: 'resumed', batches: cp.pending.length, records, written: plan.written.length,
+          ...(plan.relabel.length > 0 ? { relabelled: plan.relabel.length, reason } : {}),
+        }
+        // Batches found in the log leave the store now, not with whatever save comes next.
+        if (plan.written.length > 0) cpr.persist().catch((e: unknown) => c.log.warn('checkpoint', 'checkpoint save failed after a takeover; the next save retries', { error: String(e) }))
+        c.log.debug('checkpoint', 'producer resumed', {
+          producerId: pe.producerId, epoch: pe.epoch, resent: batches.length, written: plan.written.length, relabelled: plan.relabel.length,
+        })
       } else {
-        this.resume = { mode: 'relabelled', batches: cp.pending.length, records, reason }
-        c.log.warn('checkpoint', 'resending a checkpoint\'s records as possible duplicates under a new producer id', {
-          producerId: pe.producerId, batches: cp.pending.length, reason,
+        this.resume = { mode: 'relabelled', batches: cp.pending.length, records, relabelled: plan.relabel.length, reason }
+      }
+      if (plan.relabel.length > 0) {
+        c.log.warn('checkpoint', 'resending some of a checkpoint\'s records as possible duplicates', {
+          producerId: pe.producerId, batches: plan.relabel.length, newProducerId: !plan.identity, reason,
         })
         const before = this.waiting.length
-        this.relabel(core, cp.pending, reason)
+        // Batches already being re-sent go first: their records are the oldest.
+        this.relabel(core, [...plan.relabel].sort((a, b) => Number(plan.legacy.has(b)) - Number(plan.legacy.has(a)) || pendingOrder(a, b)), reason ?? '', plan)
         // Sends made while the checkpoint loaded queued up first; the old records go before them.
         if (before > 0) this.waiting.unshift(...this.waiting.splice(before))
       }
@@ -262,78 +302,176 @@ export class Producer {
     this.core = core
   }
 
-  /** null when every pending batch can be resent as it is; else why not. */
-  private async whyNotResumable(pe: { producerId: bigint; epoch: number }, pending: readonly PendingBatch[]): Promise<string | null> {
-    if (pending.length === 0) return null
-    const byTp = new Map<string, PendingBatch[]>()
+  /**
+   * Decides, partition by partition, what becomes of a loaded checkpoint's batches. A partition's
+   * batches are resent under their own stamps when its leader's state for the producer proves the
+   * broker recognises them: the leader holds the producer at the epoch of the oldest batch (batches
+   * it already has are dropped, the rest continue its sequence exactly), or at an older epoch (then
+   * nothing the checkpoint holds for it reached the log: the sender sends a newer epoch's batch only
+   * after the older ones settled and left the checkpoint). Otherwise, and for batches of an earlier
+   * producer id, the records go out again as new records, labelled. The identity itself is dropped
+   * only when no leader can say anything about it.
+   */
+  private async planResume(pe: { producerId: bigint; epoch: number }, pending: readonly PendingBatch[]): Promise<ResumePlan> {
+    const plan: ResumePlan = { identity: true, resend: [], written: [], relabel: [], reasons: [], legacy: new Set() }
+    if (pending.length === 0) return plan
+    const byTp = new Map<string, Array<PendingBatch & { epoch: number; lastSequence: number }>>()
+    const legacy = plan.legacy
     for (const p of pending) {
       const id = batchIdentity(p.bytes)
-      if (id.producerId !== pe.producerId || id.epoch !== pe.epoch) {
-        return `a pending batch of ${p.topic}-${p.partition} is stamped with producer ${id.producerId} epoch ${id.epoch}, not the checkpoint's ${pe.producerId}/${pe.epoch}`
-      }
+      if (p.relabelled || id.producerId !== pe.producerId) { legacy.add(p); continue }
       const key = `${p.topic}:${p.partition}`
-      byTp.set(key, [...(byTp.get(key) ?? []), p])
+      byTp.set(key, [...(byTp.get(key) ?? []), { ...p, epoch: id.epoch, lastSequence: incrementSequence(p.baseSequence, p.recordCount - 1) }])
     }
-    const byLeader = new Map<number, Map<string, number[]>>()
+    if (legacy.size > 0) {
+      plan.relabel.push(...legacy)
+      plan.reasons.push(`${legacy.size} batches were still being re-sent as possible duplicates`)
+    }
+    if (byTp.size === 0) { plan.identity = false; return plan }
+    const states = await this.describeProducerStates(pe.producerId, [...byTp.values()].map((l) => l[0]!))
+    if (typeof states === 'string') {
+      plan.identity = false
+      plan.relabel.push(...pending.filter((p) => !legacy.has(p)))
+      plan.reasons.push(states)
+      return plan
+    }
     for (const [key, list] of byTp) {
-      const { topic, partition } = list[0]!
-      if (list.length > NUM_BATCHES_TO_RETAIN) return `${list.length} pending batches for ${key}, more than the ${NUM_BATCHES_TO_RETAIN} the broker deduplicates`
-      const leader = this.cluster.leaderFor(topic, partition)
-      if (leader < 0) return `no leader known for ${topic}-${partition}`
-      const topics = byLeader.get(leader) ?? new Map<string, number[]>()
-      topics.set(topic, [...(topics.get(topic) ?? []), partition])
-      byLeader.set(leader, topics)
-    }
-    for (const [leader, topics] of byLeader) {
-      let res
-      try {
-        const conn = this.cluster.connection(leader)
-        await conn.connect()
-        res = await conn.request(DescribeProducers, { topics: [...topics].map(([name, partitionIndexes]) => ({ name, partitionIndexes })) }).response
-      } catch (e) {
-        return `DescribeProducers failed (${(e as Error).message}), so the broker's producer state is unknown`
-      }
-      for (const t of res.topics) {
-        for (const part of t.partitions) {
-          const key = `${t.name}:${part.partitionIndex}`
-          if (part.errorCode !== 0) return `DescribeProducers answered ${errorInfo(part.errorCode).name} for ${key}`
-          const state = part.activeProducers.find((a) => a.producerId === pe.producerId)
-          if (!state) return `the leader of ${key} no longer holds producer ${pe.producerId} (expired: producer.id.expiration.ms, or its batches were deleted)`
-          if (state.producerEpoch !== pe.epoch) return `the leader of ${key} holds producer ${pe.producerId} at epoch ${state.producerEpoch}, not ${pe.epoch}`
-          const first = [...byTp.get(key)!].sort(pendingOrder)[0]!
-          if (((state.lastSequence + 1 - first.baseSequence) | 0) < 0) {
-            return `the leader of ${key} last saw sequence ${state.lastSequence}, before the first pending batch (${first.baseSequence})`
-          }
+      list.sort((a, b) => a.epoch - b.epoch || a.baseSequence - b.baseSequence)
+      const oldest = list[0]!.epoch
+      const state = states.get(key)
+      const refuse = (why: string): void => { plan.relabel.push(...list); plan.reasons.push(why) }
+      if (!state) { refuse(`the leader of ${key} holds no state for producer ${pe.producerId} (expired after producer.id.expiration.ms, deleted by retention, or never written)`); continue }
+      if (state.producerEpoch > oldest) { refuse(`the leader of ${key} holds producer ${pe.producerId} at epoch ${state.producerEpoch}, past the checkpoint's epoch ${oldest}`); continue }
+      let rest = list
+      if (state.producerEpoch === oldest) {
+        // Sequences are contiguous per id and epoch, so a batch at or below the leader's last sequence is in the log.
+        rest = list.filter((b) => b.epoch !== oldest || ((state.lastSequence - b.lastSequence) | 0) < 0)
+        plan.written.push(...list.filter((b) => !rest.includes(b)))
+        const next = rest[0]
+        if (next && next.epoch === oldest && next.baseSequence !== incrementSequence(state.lastSequence, 1)) {
+          refuse(`the leader of ${key} last saw sequence ${state.lastSequence}, not the one before the checkpoint's batch at ${next.baseSequence}`)
+          continue
         }
       }
+      if (rest.filter((b) => b.epoch === oldest).length > NUM_BATCHES_TO_RETAIN) { refuse(`more than ${NUM_BATCHES_TO_RETAIN} pending batches for ${key}`); continue }
+      plan.resend.push(...rest.map(({ epoch: _e, lastSequence: _l, ...p }) => p))
     }
-    return null
+    // Nothing resent: every record goes out again, so a fresh producer id serves as well and says so.
+    if (plan.resend.length === 0 && plan.written.length === 0) plan.identity = false
+    return plan
   }
 
   /**
-   * Re-sends the records of batches the broker may or may not hold as new records (new producer id,
-   * possible-duplicate header). The old batches stay in the checkpoint until every resend settled
-   * successfully, so a crash meanwhile repeats this rather than losing them.
+   * Each partition leader's state for `producerId` (DescribeProducers, KIP-664): the entry, or none when
+   * the leader holds no state for it. Leaders that cannot answer yet (moving, restarting, unreachable)
+   * are asked again after a metadata refresh until max.block.ms; a string says why no answer came.
    */
-  private relabel(core: Core, pending: readonly PendingBatch[], reason: string): void {
+  private async describeProducerStates(producerId: bigint, heads: readonly PendingBatch[]): Promise<Map<string, LeaderProducerState | undefined> | string> {
+    const c = this.config
+    const deadline = c.clock.now() + c.maxBlockMs
+    const states = new Map<string, LeaderProducerState | undefined>()
+    let todo = heads
+    let why = ''
+    for (let attempt = 0; ; attempt++) {
+      const byLeader = new Map<number, Map<string, number[]>>()
+      const again: PendingBatch[] = []
+      for (const p of todo) {
+        const leader = this.cluster.leaderFor(p.topic, p.partition)
+        if (leader < 0) { again.push(p); why = `no leader known for ${p.topic}-${p.partition}`; continue }
+        const topics = byLeader.get(leader) ?? new Map<string, number[]>()
+        topics.set(p.topic, [...(topics.get(p.topic) ?? []), p.partition])
+        byLeader.set(leader, topics)
+      }
+      for (const [leader, topics] of byLeader) {
+        const asked = todo.filter((p) => topics.get(p.topic)?.includes(p.partition))
+        let res
+        try {
+          const conn = this.cluster.connection(leader)
+          await conn.connect()
+          res = await conn.request(DescribeProducers, { topics: [...topics].map(([name, partitionIndexes]) => ({ name, partitionIndexes })) }).response
+        } catch (e) {
+          if (e instanceof KafkaEdgeError && !e.retriable) return `DescribeProducers failed (${e.message})`
+          again.push(...asked)
+          why = `DescribeProducers failed (${(e as Error).message})`
+          continue
+        }
+        for (const t of res.topics) {
+          for (const part of t.partitions) {
+            const key = `${t.name}:${part.partitionIndex}`
+            const info = errorInfo(part.errorCode)
+            if (part.errorCode === 0) {
+              states.set(key, part.activeProducers.find((a) => a.producerId === producerId))
+            } else if (info.retriable) {
+              again.push(...asked.filter((p) => p.topic === t.name && p.partition === part.partitionIndex))
+              why = `DescribeProducers answered ${info.name} for ${key}`
+            } else {
+              return `DescribeProducers answered ${info.name} for ${key}`
+            }
+          }
+        }
+      }
+      if (again.length === 0) return states
+      const wait = Math.min(c.retryBackoffMaxMs, c.retryBackoffMs * 2 ** attempt)
+      if (c.clock.now() + wait >= deadline) return `${why}, so the broker's producer state is unknown after ${c.maxBlockMs} ms (max.block.ms)`
+      c.log.debug('checkpoint', 'asking again for the producer state of a checkpoint', { producerId, reason: why, partitions: again.length })
+      await sleep(c.clock, wait)
+      await this.cluster.refresh(this.sender.topicsInUse).catch(() => {})
+      todo = again
+    }
+  }
+
+  /**
+   * Re-sends the records of batches the broker may or may not hold as new records (possible-duplicate
+   * header). Each old batch stays in the checkpoint, with the records whose copies were acknowledged
+   * marked, until every copy is acknowledged: a crash meanwhile makes only the missing copies again.
+   */
+  private relabel(core: Core, pending: readonly PendingBatch[], reason: string, plan?: ResumePlan): void {
     const cpr = this.checkpointer!
-    cpr.legacy.push(...pending)
-    const sends: Array<Promise<unknown>> = []
-    for (const p of [...pending].sort(pendingOrder)) {
-      for (const r of readBatchRecords(core, p.bytes)) {
-        const headers = (r.headers ?? []).filter((h) => h.key !== POSSIBLE_DUPLICATE_HEADER)
-        headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: encoder.encode('1') })
-        sends.push(this.enqueueInternal({ topic: p.topic, partition: p.partition, key: r.key, value: r.value, timestamp: r.timestamp, headers }))
+    const entries = pending.map((p) => ({ batch: p, delivered: new Set(p.delivered ?? []), records: readBatchRecords(core, p.bytes) }))
+    if (plan && plan.legacy.size > 0) {
+      // A crash after some copies of earlier re-sent batches were saved: each copy (labelled, same
+      // content) stands for its original. A copy in a resent batch is on its way (or in the log), so the
+      // original is not made again; a copy in a batch relabelled now goes out in its original's place.
+      const copies = new Map<string, Array<{ entry?: (typeof entries)[number]; index: number }>>()
+      const add = (r: RecordInput, at: { entry?: (typeof entries)[number]; index: number }): void => {
+        if (!r.headers?.some((h) => h.key === POSSIBLE_DUPLICATE_HEADER)) return
+        const k = recordKey(r)
+        copies.set(k, [...(copies.get(k) ?? []), at])
+      }
+      for (const p of [...plan.resend, ...plan.written]) readBatchRecords(core, p.bytes).forEach((r, index) => add(r, { index }))
+      for (const entry of entries) if (!plan.legacy.has(entry.batch)) entry.records.forEach((r, index) => add(r, { entry, index }))
+      for (const entry of entries) {
+        if (!plan.legacy.has(entry.batch)) continue
+        entry.records.forEach((r, i) => {
+          const copy = entry.delivered.has(i) ? undefined : copies.get(recordKey(r))?.shift()
+          if (!copy) return
+          if (copy.entry) copy.entry.delivered.add(copy.index)
+          else entry.delivered.add(i)
+        })
       }
     }
-    const all = Promise.all(sends)
-    this.relabelling.push(all)
-    all.then(() => {
-      cpr.legacy = cpr.legacy.filter((l) => !pending.includes(l))
-      return cpr.persist()
-    }).catch((e: unknown) => {
-      this.config.log.warn('checkpoint', 'a relabelled resend failed; its records stay in the checkpoint for the next producer', { error: String(e), reason })
-    })
+    for (const entry of entries) {
+      const { batch: p, records } = entry
+      if (entry.delivered.size >= records.length) continue
+      cpr.legacy.push(entry)
+      records.forEach((r, i) => {
+        if (entry.delivered.has(i)) return
+        const headers = (r.headers ?? []).filter((h) => h.key !== POSSIBLE_DUPLICATE_HEADER)
+        headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: encoder.encode('1') })
+        // Called as the copy's batch completes, before any later save can drop that batch from the checkpoint.
+        const acked = (): void => {
+          entry.delivered.add(i)
+          if (entry.delivered.size < records.length) return
+          cpr.legacy = cpr.legacy.filter((l) => l !== entry)
+          cpr.persist().catch(noop)
+        }
+        const failed = (e: Error): void => {
+          this.config.log.warn('checkpoint', 'a relabelled resend failed; its record stays in the checkpoint for the next producer', { error: String(e), reason })
+        }
+        if (this.closed) failed(new ClosedError('the producer was closed'))
+        else this.enqueue({ topic: p.topic, partition: p.partition, key: r.key, value: r.value, timestamp: r.timestamp, headers }, acked, failed)
+      })
+    }
   }
 
   /**
@@ -350,16 +488,6 @@ export class Producer {
       if (i >= 0) d.splice(i, 1)
       this.sender.failBatch(b, error, errorInfo((error as { code?: number }).code ?? -1).name, true)
     }
-  }
-
-  /** send() without the transactional check, for records the producer itself re-sends. */
-  private enqueueInternal(record: ProducerRecord): Promise<RecordMetadata> {
-    const promise = new Promise<RecordMetadata>(capture)
-    const resolve = capturedResolve
-    const reject = capturedReject
-    if (this.closed) reject(markDelivery(new ClosedError('the producer was closed before the record was sent'), false))
-    else this.enqueue(record, resolve, reject)
-    return promise
   }
 
   send(record: ProducerRecord): Promise<RecordMetadata> {
@@ -708,9 +836,10 @@ export class Producer {
 
 
 /** Resend order: per partition, by sequence (one producer id and epoch per partition in a resumable checkpoint). */
+/** Send order: per partition by epoch, then sequence (a local bump restarts sequences at 0 under the next epoch). */
 function pendingOrder(a: PendingBatch, b: PendingBatch): number {
   if (a.topic !== b.topic) return a.topic < b.topic ? -1 : 1
-  return a.partition - b.partition || a.baseSequence - b.baseSequence
+  return a.partition - b.partition || batchIdentity(a.bytes).epoch - batchIdentity(b.bytes).epoch || a.baseSequence - b.baseSequence
 }
 
 export function createProducer(settings: ProducerSettings | AnyProducerSettings): Producer {
