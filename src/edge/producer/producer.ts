@@ -3,17 +3,17 @@ import {
   BufferExhaustedException, CheckpointException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery,
 } from '../errors.js'
 import { RECORD_BATCH_HEADER_SIZE, loadCore, readBatchRecords, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
-import { DescribeProducers, errorInfo } from '../protocol/index.js'
+import { errorInfo } from '../protocol/index.js'
 import { Checkpointer, POSSIBLE_DUPLICATE_HEADER, batchIdentity, type PendingBatch, type ProducerCheckpoint } from './checkpoint.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
 import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
-import { ProducerBatch, incrementSequence, topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
+import { ProducerBatch, topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
-import { NUM_BATCHES_TO_RETAIN, IdempotenceManager, type ProducerIdState } from './idempotence.js'
+import { IdempotenceManager, type ProducerIdState } from './idempotence.js'
+import { matchCopies, pendingOrder, planResume, type RelabelEntry, type ResumePlan } from './takeover.js'
 import { extensions } from '../extensions.js'
-import { sleep } from '../clock.js'
 import type { TransactionCoordinatorClient } from './transactions/coordinator-client.js'
 import type { GroupMetadata, OffsetsToCommit, TxnState } from './transactions/state.js'
 
@@ -35,30 +35,6 @@ export interface ResumeOutcome {
   relabelled?: number
   /** Why those batches could not be resent as they were. */
   reason?: string
-}
-
-/** A partition leader's state for a producer id (DescribeProducers). */
-interface LeaderProducerState { producerEpoch: number; lastSequence: number }
-
-/** What a takeover does with each batch of a loaded checkpoint. */
-interface ResumePlan {
-  /** false: no leader could say anything about the producer id, so a new one is taken. */
-  identity: boolean
-  /** Resent under their own stamps, per partition in (epoch, sequence) order. */
-  resend: PendingBatch[]
-  /** Proven in the log by the leader's last sequence: dropped. */
-  written: PendingBatch[]
-  relabel: PendingBatch[]
-  reasons: string[]
-  /** Batches whose records were already being re-sent as new ones when the checkpoint was saved. */
-  legacy: Set<PendingBatch>
-}
-
-/** A record's identity for matching a re-sent copy to its original: key, value, timestamp and headers, without the label. */
-function recordKey(r: RecordInput): string {
-  const hex = (b: Uint8Array | null): string => (b === null ? '-' : Array.from(b, (x) => x.toString(16).padStart(2, '0')).join(''))
-  const headers = (r.headers ?? []).filter((h) => h.key !== POSSIBLE_DUPLICATE_HEADER).map((h) => `${h.key}=${hex(h.value)}`).join(',')
-  return `${hex(r.key)}|${hex(r.value)}|${r.timestamp}|${headers}`
 }
 
 
@@ -256,7 +232,7 @@ export class Producer {
       if (cp.pending.length > 0) {
         await this.withDeadline(this.cluster.refresh(this.sender.topicsInUse), c.maxBlockMs, 'fetching metadata for the checkpoint\'s partitions')
       }
-      const plan = await this.planResume(pe, cp.pending)
+      const plan = await planResume({ cluster: this.cluster, config: c, topics: this.sender.topicsInUse }, pe, cp.pending)
       const records = cp.pending.reduce((n, p) => n + p.recordCount, 0)
       const reason = plan.reasons.length > 0 ? plan.reasons.join('; ') : undefined
       if (plan.identity) {
@@ -303,153 +279,14 @@ export class Producer {
   }
 
   /**
-   * Decides, partition by partition, what becomes of a loaded checkpoint's batches. A partition's
-   * batches are resent under their own stamps when its leader's state for the producer proves the
-   * broker recognises them: the leader holds the producer at the epoch of the oldest batch (batches
-   * it already has are dropped, the rest continue its sequence exactly), or at an older epoch (then
-   * nothing the checkpoint holds for it reached the log: the sender sends a newer epoch's batch only
-   * after the older ones settled and left the checkpoint). Otherwise, and for batches of an earlier
-   * producer id, the records go out again as new records, labelled. The identity itself is dropped
-   * only when no leader can say anything about it.
-   */
-  private async planResume(pe: { producerId: bigint; epoch: number }, pending: readonly PendingBatch[]): Promise<ResumePlan> {
-    const plan: ResumePlan = { identity: true, resend: [], written: [], relabel: [], reasons: [], legacy: new Set() }
-    if (pending.length === 0) return plan
-    const byTp = new Map<string, Array<PendingBatch & { epoch: number; lastSequence: number }>>()
-    const legacy = plan.legacy
-    for (const p of pending) {
-      const id = batchIdentity(p.bytes)
-      if (p.relabelled || id.producerId !== pe.producerId) { legacy.add(p); continue }
-      const key = `${p.topic}:${p.partition}`
-      byTp.set(key, [...(byTp.get(key) ?? []), { ...p, epoch: id.epoch, lastSequence: incrementSequence(p.baseSequence, p.recordCount - 1) }])
-    }
-    if (legacy.size > 0) {
-      plan.relabel.push(...legacy)
-      plan.reasons.push(`${legacy.size} batches were still being re-sent as possible duplicates`)
-    }
-    if (byTp.size === 0) { plan.identity = false; return plan }
-    const states = await this.describeProducerStates(pe.producerId, [...byTp.values()].map((l) => l[0]!))
-    if (typeof states === 'string') {
-      plan.identity = false
-      plan.relabel.push(...pending.filter((p) => !legacy.has(p)))
-      plan.reasons.push(states)
-      return plan
-    }
-    for (const [key, list] of byTp) {
-      list.sort((a, b) => a.epoch - b.epoch || a.baseSequence - b.baseSequence)
-      const oldest = list[0]!.epoch
-      const state = states.get(key)
-      const refuse = (why: string): void => { plan.relabel.push(...list); plan.reasons.push(why) }
-      if (!state) { refuse(`the leader of ${key} holds no state for producer ${pe.producerId} (expired after producer.id.expiration.ms, deleted by retention, or never written)`); continue }
-      if (state.producerEpoch > oldest) { refuse(`the leader of ${key} holds producer ${pe.producerId} at epoch ${state.producerEpoch}, past the checkpoint's epoch ${oldest}`); continue }
-      let rest = list
-      if (state.producerEpoch === oldest) {
-        // Sequences are contiguous per id and epoch, so a batch at or below the leader's last sequence is in the log.
-        rest = list.filter((b) => b.epoch !== oldest || ((state.lastSequence - b.lastSequence) | 0) < 0)
-        plan.written.push(...list.filter((b) => !rest.includes(b)))
-        const next = rest[0]
-        if (next && next.epoch === oldest && next.baseSequence !== incrementSequence(state.lastSequence, 1)) {
-          refuse(`the leader of ${key} last saw sequence ${state.lastSequence}, not the one before the checkpoint's batch at ${next.baseSequence}`)
-          continue
-        }
-      }
-      if (rest.filter((b) => b.epoch === oldest).length > NUM_BATCHES_TO_RETAIN) { refuse(`more than ${NUM_BATCHES_TO_RETAIN} pending batches for ${key}`); continue }
-      plan.resend.push(...rest.map(({ epoch: _e, lastSequence: _l, ...p }) => p))
-    }
-    // Nothing resent: every record goes out again, so a fresh producer id serves as well and says so.
-    if (plan.resend.length === 0 && plan.written.length === 0) plan.identity = false
-    return plan
-  }
-
-  /**
-   * Each partition leader's state for `producerId` (DescribeProducers, KIP-664): the entry, or none when
-   * the leader holds no state for it. Leaders that cannot answer yet (moving, restarting, unreachable)
-   * are asked again after a metadata refresh until max.block.ms; a string says why no answer came.
-   */
-  private async describeProducerStates(producerId: bigint, heads: readonly PendingBatch[]): Promise<Map<string, LeaderProducerState | undefined> | string> {
-    const c = this.config
-    const deadline = c.clock.now() + c.maxBlockMs
-    const states = new Map<string, LeaderProducerState | undefined>()
-    let todo = heads
-    let why = ''
-    for (let attempt = 0; ; attempt++) {
-      const byLeader = new Map<number, Map<string, number[]>>()
-      const again: PendingBatch[] = []
-      for (const p of todo) {
-        const leader = this.cluster.leaderFor(p.topic, p.partition)
-        if (leader < 0) { again.push(p); why = `no leader known for ${p.topic}-${p.partition}`; continue }
-        const topics = byLeader.get(leader) ?? new Map<string, number[]>()
-        topics.set(p.topic, [...(topics.get(p.topic) ?? []), p.partition])
-        byLeader.set(leader, topics)
-      }
-      for (const [leader, topics] of byLeader) {
-        const asked = todo.filter((p) => topics.get(p.topic)?.includes(p.partition))
-        let res
-        try {
-          const conn = this.cluster.connection(leader)
-          await conn.connect()
-          res = await conn.request(DescribeProducers, { topics: [...topics].map(([name, partitionIndexes]) => ({ name, partitionIndexes })) }).response
-        } catch (e) {
-          if (e instanceof KafkaEdgeError && !e.retriable) return `DescribeProducers failed (${e.message})`
-          again.push(...asked)
-          why = `DescribeProducers failed (${(e as Error).message})`
-          continue
-        }
-        for (const t of res.topics) {
-          for (const part of t.partitions) {
-            const key = `${t.name}:${part.partitionIndex}`
-            const info = errorInfo(part.errorCode)
-            if (part.errorCode === 0) {
-              states.set(key, part.activeProducers.find((a) => a.producerId === producerId))
-            } else if (info.retriable) {
-              again.push(...asked.filter((p) => p.topic === t.name && p.partition === part.partitionIndex))
-              why = `DescribeProducers answered ${info.name} for ${key}`
-            } else {
-              return `DescribeProducers answered ${info.name} for ${key}`
-            }
-          }
-        }
-      }
-      if (again.length === 0) return states
-      const wait = Math.min(c.retryBackoffMaxMs, c.retryBackoffMs * 2 ** attempt)
-      if (c.clock.now() + wait >= deadline) return `${why}, so the broker's producer state is unknown after ${c.maxBlockMs} ms (max.block.ms)`
-      c.log.debug('checkpoint', 'asking again for the producer state of a checkpoint', { producerId, reason: why, partitions: again.length })
-      await sleep(c.clock, wait)
-      await this.cluster.refresh(this.sender.topicsInUse).catch(() => {})
-      todo = again
-    }
-  }
-
-  /**
    * Re-sends the records of batches the broker may or may not hold as new records (possible-duplicate
    * header). Each old batch stays in the checkpoint, with the records whose copies were acknowledged
    * marked, until every copy is acknowledged: a crash meanwhile makes only the missing copies again.
    */
   private relabel(core: Core, pending: readonly PendingBatch[], reason: string, plan?: ResumePlan): void {
     const cpr = this.checkpointer!
-    const entries = pending.map((p) => ({ batch: p, delivered: new Set(p.delivered ?? []), records: readBatchRecords(core, p.bytes) }))
-    if (plan && plan.legacy.size > 0) {
-      // A crash after some copies of earlier re-sent batches were saved: each copy (labelled, same
-      // content) stands for its original. A copy in a resent batch is on its way (or in the log), so the
-      // original is not made again; a copy in a batch relabelled now goes out in its original's place.
-      const copies = new Map<string, Array<{ entry?: (typeof entries)[number]; index: number }>>()
-      const add = (r: RecordInput, at: { entry?: (typeof entries)[number]; index: number }): void => {
-        if (!r.headers?.some((h) => h.key === POSSIBLE_DUPLICATE_HEADER)) return
-        const k = recordKey(r)
-        copies.set(k, [...(copies.get(k) ?? []), at])
-      }
-      for (const p of [...plan.resend, ...plan.written]) readBatchRecords(core, p.bytes).forEach((r, index) => add(r, { index }))
-      for (const entry of entries) if (!plan.legacy.has(entry.batch)) entry.records.forEach((r, index) => add(r, { entry, index }))
-      for (const entry of entries) {
-        if (!plan.legacy.has(entry.batch)) continue
-        entry.records.forEach((r, i) => {
-          const copy = entry.delivered.has(i) ? undefined : copies.get(recordKey(r))?.shift()
-          if (!copy) return
-          if (copy.entry) copy.entry.delivered.add(copy.index)
-          else entry.delivered.add(i)
-        })
-      }
-    }
+    const entries: RelabelEntry[] = pending.map((p) => ({ batch: p, delivered: new Set(p.delivered ?? []), records: readBatchRecords(core, p.bytes) }))
+    if (plan) matchCopies(core, plan, entries)
     for (const entry of entries) {
       const { batch: p, records } = entry
       if (entry.delivered.size >= records.length) continue
@@ -836,12 +673,6 @@ export class Producer {
 
 
 /** Resend order: per partition, by sequence (one producer id and epoch per partition in a resumable checkpoint). */
-/** Send order: per partition by epoch, then sequence (a local bump restarts sequences at 0 under the next epoch). */
-function pendingOrder(a: PendingBatch, b: PendingBatch): number {
-  if (a.topic !== b.topic) return a.topic < b.topic ? -1 : 1
-  return a.partition - b.partition || batchIdentity(a.bytes).epoch - batchIdentity(b.bytes).epoch || a.baseSequence - b.baseSequence
-}
-
 export function createProducer(settings: ProducerSettings | AnyProducerSettings): Producer {
   return new Producer(settings)
 }
