@@ -1,6 +1,7 @@
 import { KafkaEdgeError } from '../errors.js'
 import { POSSIBLE_DUPLICATE_HEADER, type CheckpointStore, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
 import { createProducer, type Producer, type ResumeOutcome } from '../producer/producer.js'
+import { pendingOrder } from '../producer/takeover.js'
 import type { ProducerSettings } from '../producer/config.js'
 import { Produce, encodeRequest } from '../protocol/index.js'
 import type { Transport } from '../transport/transport.js'
@@ -121,6 +122,8 @@ export class Analytics {
   private role: 'owner' | 'follower' = 'follower'
   private unlock: (() => void) | null = null
   private producer: Producer | null = null
+  /** A producer being closed: the next one waits for it (one identity, one producer at a time). */
+  private retiring: Promise<void> = Promise.resolve()
   private queue: Queued[] = []
   private storing: Promise<void> = Promise.resolve()
   /** Highest outbox key handed to the producer. */
@@ -314,7 +317,8 @@ export class Analytics {
     if (!p || !cp?.pending.length || url === null || this.o.transport || this.lastToken === undefined) return
     const rounds: Array<Map<string, PendingBatch[]>> = []
     const next = new Map<string, number>()
-    for (const b of [...cp.pending].sort((x, y) => x.baseSequence - y.baseSequence)) {
+    // Batches whose records are being re-sent as new records never go out as they are again.
+    for (const b of cp.pending.filter((x) => !x.relabelled).sort(pendingOrder)) {
       const broker = p.cluster.brokers.get(p.cluster.leaderFor(b.topic, b.partition))
       if (!broker) continue
       const tp = `${b.topic}\0${b.partition}`
@@ -356,7 +360,10 @@ export class Analytics {
   private async getProducer(): Promise<Producer> {
     if (this.producer && !this.producer.state.fatal) return this.producer
     const old = this.producer
-    if (old) void old.close({ timeoutMs: 0 }).catch(() => {})
+    if (old) this.retiring = old.close({ timeoutMs: 0 }).catch(() => {})
+    // The old producer must be done (its checkpoint frozen, its sender stopped) before the new one
+    // loads the checkpoint: two producers under one identity would stamp the same sequences.
+    await this.retiring
     const o = this.o
     // A resumed producer id is accepted by a relay that never saw it (restarted, another instance)
     // on the relay's ticket, kept in the checkpoint beside the id.
@@ -491,7 +498,7 @@ export class Analytics {
     this.statsData.retries++
     if (this.producer === producer && (producer.state.fatal || err.name === 'ClosedError')) {
       this.producer = null
-      void producer.close({ timeoutMs: 0 }).catch(() => {})
+      this.retiring = producer.close({ timeoutMs: 0 }).catch(() => {})
     }
     // No key: the event left the outbox in a checkpointed batch. Whether that batch also stays in the
     // checkpoint (a producer closed under it keeps it for the next one) is not known here, so the

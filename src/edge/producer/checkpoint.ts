@@ -149,8 +149,13 @@ export class Checkpointer {
     return this.persist()
   }
 
-  /** Resolves once a save that started after this call completed. */
+  /**
+   * Resolves once a save that started after this call completed. A frozen checkpointer saves no more:
+   * a closed producer's late save would overwrite what its successor has saved since, or drop the
+   * batches close() failed, whose events are nowhere else.
+   */
   persist(): Promise<void> {
+    if (this.frozen) return Promise.resolve()
     if (this.queued) return this.queued
     const q = this.running.then(() => {
       this.queued = null
@@ -163,6 +168,7 @@ export class Checkpointer {
   }
 
   private async saveNow(): Promise<void> {
+    if (this.frozen) return
     this.removals = false
     const head = this.head()
     const included: Array<[ProducerBatch, string]> = []
