@@ -34,6 +34,7 @@ export interface TortureResult {
   read: number
   distinct: number
   missing: number
+  missingIds?: string[]
   duplicated: number
   /** Records carrying the possible-duplicate header (resent after the broker may have lost the producer's state). */
   labelledPossibleDuplicates: number
@@ -151,8 +152,9 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
       const bt = batchOf(r.partition, r.offset)
       copies.set(v.id, [...copies.get(v.id) ?? [], `p${r.partition}@${r.offset} pid ${bt?.producerId}/${bt?.producerEpoch} seq ${bt?.baseSequence}${dup ? ' labelled' : ''}`])
     }
-    let missing = 0
-    for (let i = 0; i < o.events; i++) if (!seen.has(`e-${i}`) && !refused.has(`e-${i}`)) missing++
+    const missingIds: string[] = []
+    for (let i = 0; i < o.events; i++) if (!seen.has(`e-${i}`) && !refused.has(`e-${i}`)) missingIds.push(`e-${i}`)
+    const missing = missingIds.length
     const readRefused = [...refused].filter((id) => seen.has(id)).length
     const outcomes = await tabs[0]!.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('resume:')).map((k) => JSON.parse(localStorage.getItem(k)!))) as Array<{ mode: string; batches: number; records: number; reason?: string }>
     const resumed = outcomes.filter((x) => x.mode === 'resumed')
@@ -163,6 +165,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
       read: records.length,
       distinct: seen.size,
       missing,
+      ...(missing ? { missingIds: missingIds.slice(0, 20) } : {}),
       duplicated: [...seen.values()].filter((n) => n > 1).length,
       labelledPossibleDuplicates: labelled,
       faults,
