@@ -76,4 +76,25 @@ describe('import boundaries', () => {
     const bad = all.filter((i) => (under('edge/producer')(i.from) || under('edge/client')(i.from)) && under('edge/transport')(i.to) && i.to !== 'edge/transport/transport.ts')
     expect(bad).toEqual([])
   })
+
+  it('package.json sideEffects lists every module whose loading changes another (bundlers drop the rest when unused)', () => {
+    const listed = new Set((JSON.parse(fs.readFileSync(path.join(SRC, '../package.json'), 'utf8')) as { sideEffects: string[] }).sideEffects)
+    const needed = new Set<string>()
+    const walk = (dir: string) => {
+      for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name)
+        if (e.isDirectory()) walk(p)
+        else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
+          const text = fs.readFileSync(p, 'utf8')
+          // Imported for its effect alone, or configuring another module at load time.
+          for (const m of text.matchAll(/^import '(\.[^']+)'/gm)) needed.add(path.resolve(path.dirname(p), m[1]!))
+          if (/^(setDefaultCoreSource\(|extensions\.\w+ =)/m.test(text)) needed.add(p.replace(/\.ts$/, '.js'))
+        }
+      }
+    }
+    walk(SRC)
+    const dist = [...needed].map((f) => `./dist/${path.relative(SRC, f)}`).sort()
+    expect(dist).toEqual(['./dist/edge/inline.js', './dist/edge/producer/install.js', './dist/edge/workerd.js'])
+    for (const f of dist) expect(listed, f).toContain(f)
+  })
 })
