@@ -210,7 +210,9 @@ export type ProducerSettings = JavaProducerSettings & { [K in keyof JavaProducer
 /** The escape hatch for settings from a loose source: any keys type-check, and run-time checks still apply. */
 export type AnyProducerSettings = ProducerSettings & Record<string, unknown>
 
-interface Spec { key: string; default: unknown; parse: (v: unknown, key: string) => unknown }
+type Parse = (v: unknown, key: string) => unknown
+/** [Java name, default, parser]: the parser checks a given value and throws a ConfigException naming the key. */
+type Spec = readonly [key: string, value: unknown, parse: Parse]
 
 const int = (min = -Infinity, max = Infinity) => (v: unknown, key: string): number => {
   const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v
@@ -270,73 +272,73 @@ function parseExtensions(v: unknown, key: string): Record<string, string> {
 const INT_MAX = 2147483647
 const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
 const LEVELS: Record<string, [number, number]> = { gzip: [1, 9], lz4: [1, 17], zstd: [-131072, 22] }
+const SASL_MECHANISMS = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER', 'AWS_MSK_IAM']
+/** Settings that take an object with these methods (or null), and the error naming them. */
+const methods = (names: string[], what: string): Parse => (v, key) => {
+  if (v === null || (typeof v === 'object' && names.every((m) => typeof (v as Record<string, unknown>)[m] === 'function'))) return v
+  throw new ConfigException(`${key} must have ${what}`)
+}
 
 const SPECS: Spec[] = [
-  { key: 'bootstrap.servers', default: undefined, parse: (v, k) => parseServers(v, k) },
-  { key: 'client.id', default: 'kafka-edge', parse: str },
-  { key: 'acks', default: -1, parse: (v, k) => parseAcks(v, k) },
-  { key: 'enable.idempotence', default: true, parse: bool },
-  { key: 'linger.ms', default: 5, parse: int(0) },
-  { key: 'batch.size', default: 16384, parse: int(0) },
-  { key: 'max.in.flight.requests.per.connection', default: 5, parse: int(1) },
-  { key: 'retries', default: INT_MAX, parse: int(0, INT_MAX) },
-  { key: 'delivery.timeout.ms', default: 120000, parse: int(0) },
-  { key: 'request.timeout.ms', default: 30000, parse: int(0) },
-  { key: 'retry.backoff.ms', default: 100, parse: int(0) },
-  { key: 'retry.backoff.max.ms', default: 1000, parse: int(0) },
-  { key: 'max.request.size', default: 1048576, parse: int(1) },
-  { key: 'buffer.memory', default: 33554432, parse: int(0) },
-  { key: 'max.block.ms', default: 60000, parse: int(0) },
-  { key: 'compression.type', default: 'none', parse: (v, k) => {
+  ['bootstrap.servers', undefined, (v, k) => parseServers(v, k)],
+  ['client.id', 'kafka-edge', str],
+  ['acks', -1, (v, k) => parseAcks(v, k)],
+  ['enable.idempotence', true, bool],
+  ['linger.ms', 5, int(0)],
+  ['batch.size', 16384, int(0)],
+  ['max.in.flight.requests.per.connection', 5, int(1)],
+  ['retries', INT_MAX, int(0, INT_MAX)],
+  ['delivery.timeout.ms', 120000, int(0)],
+  ['request.timeout.ms', 30000, int(0)],
+  ['retry.backoff.ms', 100, int(0)],
+  ['retry.backoff.max.ms', 1000, int(0)],
+  ['max.request.size', 1048576, int(1)],
+  ['buffer.memory', 33554432, int(0)],
+  ['max.block.ms', 60000, int(0)],
+  ['compression.type', 'none', (v, k) => {
     const s = str(v, k)
     if (!(CODECS as readonly string[]).includes(s)) throw new ConfigException(`${k} must be one of ${CODECS.join(', ')}, got ${JSON.stringify(v)}`)
     return s
-  } },
-  { key: 'compression.gzip.level', default: -1, parse: (v, k) => { const n = int(-1, 9)(v, k); if (n === 0) throw new ConfigException(`${k} must be -1 or 1..9`); return n } },
-  { key: 'compression.lz4.level', default: 9, parse: int(...LEVELS.lz4!) },
-  { key: 'compression.zstd.level', default: 3, parse: int(...LEVELS.zstd!) },
-  { key: 'transactional.id', default: null, parse: (v, k) => (v === null ? null : str(v, k)) },
-  { key: 'transaction.timeout.ms', default: 60000, parse: int(1) },
-  { key: 'metadata.max.age.ms', default: 300000, parse: int(0) },
-  { key: 'partitioner.ignore.keys', default: false, parse: bool },
-  { key: 'partitioner.adaptive.partitioning.enable', default: true, parse: bool },
-  { key: 'security.protocol', default: 'PLAINTEXT', parse: oneOf(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL']) },
-  { key: 'sasl.mechanism', default: null, parse: oneOf(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER', 'AWS_MSK_IAM']) },
-  { key: 'sasl.username', default: null, parse: str },
-  { key: 'sasl.password', default: null, parse: str },
-  { key: 'sasl.jaas.config', default: null, parse: str },
-  { key: 'sasl.oauthbearer.token.provider', default: null, parse: fn },
-  { key: 'sasl.oauthbearer.extensions', default: null, parse: (v, k) => parseExtensions(v, k) },
-  { key: 'sasl.aws.credentials.provider', default: null, parse: fn },
-  { key: 'sasl.aws.region', default: null, parse: str },
-  { key: 'ssl.ca.pem', default: null, parse: pem },
-  { key: 'ssl.certificate.pem', default: null, parse: pem },
-  { key: 'ssl.key.pem', default: null, parse: pem },
-  { key: 'ssl.endpoint.identification.algorithm', default: 'https', parse: oneOf(['https', '']) },
-  { key: 'debug', default: '', parse: (v, k) => parseDebug(v, k) },
-  { key: 'logger', default: null, parse: (v, k) => {
-    const l = v as Logger | null
-    if (l === null || (typeof l === 'object' && typeof l.debug === 'function' && typeof l.warn === 'function')) return l
-    throw new ConfigException(`${k} must have debug(message, fields) and warn(message, fields) methods`)
-  } },
-  { key: 'transport', default: undefined, parse: any },
-  { key: 'observer', default: {}, parse: (v, k) => {
+  }],
+  ['compression.gzip.level', -1, (v, k) => { const n = int(-1, 9)(v, k); if (n === 0) throw new ConfigException(`${k} must be -1 or 1..9`); return n }],
+  ['compression.lz4.level', 9, int(...LEVELS.lz4!)],
+  ['compression.zstd.level', 3, int(...LEVELS.zstd!)],
+  ['transactional.id', null, (v, k) => (v === null ? null : str(v, k))],
+  ['transaction.timeout.ms', 60000, int(1)],
+  ['metadata.max.age.ms', 300000, int(0)],
+  ['partitioner.ignore.keys', false, bool],
+  ['partitioner.adaptive.partitioning.enable', true, bool],
+  ['security.protocol', 'PLAINTEXT', oneOf(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'])],
+  ['sasl.mechanism', null, oneOf(SASL_MECHANISMS)],
+  ['sasl.username', null, str],
+  ['sasl.password', null, str],
+  ['sasl.jaas.config', null, str],
+  ['sasl.oauthbearer.token.provider', null, fn],
+  ['sasl.oauthbearer.extensions', null, (v, k) => parseExtensions(v, k)],
+  ['sasl.aws.credentials.provider', null, fn],
+  ['sasl.aws.region', null, str],
+  ['ssl.ca.pem', null, pem],
+  ['ssl.certificate.pem', null, pem],
+  ['ssl.key.pem', null, pem],
+  ['ssl.endpoint.identification.algorithm', 'https', oneOf(['https', ''])],
+  ['debug', '', (v, k) => parseDebug(v, k)],
+  ['logger', null, methods(['debug', 'warn'], 'debug(message, fields) and warn(message, fields) methods')],
+  ['transport', undefined, any],
+  ['observer', {}, (v, k) => {
     if (v !== null && typeof v === 'object') return v
     throw new ConfigException(`${k} must be an object of hooks (onProduceRequest, onCoordinatorRequest, onProducerId)`)
-  } },
-  { key: 'checkpoint', default: null, parse: (v, k) => {
-    const c = v as CheckpointStore | null
-    if (c === null || (typeof c === 'object' && typeof c.load === 'function' && typeof c.save === 'function')) return c
-    throw new ConfigException(`${k} must have load() and save(checkpoint) methods returning promises`)
-  } },
-  { key: 'clock', default: systemClock, parse: any },
-  { key: 'random', default: Math.random, parse: any },
-  { key: 'wasm', default: undefined, parse: any },
+  }],
+  ['checkpoint', null, methods(['load', 'save'], 'load() and save(checkpoint) methods returning promises')],
+  ['clock', systemClock, any],
+  ['random', Math.random, any],
+  ['wasm', undefined, any],
 ]
 
 const camel = (k: string) => k.replace(/\.([a-z])/g, (_, c: string) => c.toUpperCase())
 const BY_KEY = new Map<string, Spec>()
-for (const s of SPECS) { BY_KEY.set(s.key, s); BY_KEY.set(camel(s.key), s) }
+for (const s of SPECS) { BY_KEY.set(s[0], s); BY_KEY.set(camel(s[0]), s) }
+/** The ssl.* or sasl.* keys, in table order (the order error messages list them in). */
+const keysOf = (prefix: string) => SPECS.map((s) => s[0]).filter((k) => k.startsWith(prefix))
 
 function parseServers(v: unknown, key: string): Array<{ host: string; port: number }> {
   const list = Array.isArray(v) ? v : typeof v === 'string' ? v.split(',') : null
@@ -364,10 +366,11 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
     if (v === undefined) continue
     const spec = BY_KEY.get(k)
     if (!spec) throw new ConfigException(`unknown producer setting ${JSON.stringify(k)}; check its spelling against the Java producer's config names`)
-    if (given.has(spec.key)) throw new ConfigException(`${spec.key} is given twice (as ${spec.key} and its camelCase alias)`)
-    given.set(spec.key, spec.parse(v, spec.key))
+    const [key, , parse] = spec
+    if (given.has(key)) throw new ConfigException(`${key} is given twice (as ${key} and its camelCase alias)`)
+    given.set(key, parse(v, key))
   }
-  const get = <T>(k: string): T => (given.has(k) ? given.get(k) : BY_KEY.get(k)!.default) as T
+  const get = <T>(k: string): T => (given.has(k) ? given.get(k) : BY_KEY.get(k)![1]) as T
   if (!given.has('transport')) throw new ConfigException('transport is required: pass tcp(), websocket({...}) or cloudflareSockets()')
 
   const acks = get<-1 | 0 | 1>('acks')
@@ -457,12 +460,6 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
   }
 }
 
-const SASL_KEYS = [
-  'sasl.mechanism', 'sasl.username', 'sasl.password', 'sasl.jaas.config',
-  'sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions', 'sasl.aws.credentials.provider', 'sasl.aws.region',
-]
-const SSL_KEYS = ['ssl.ca.pem', 'ssl.certificate.pem', 'ssl.key.pem', 'ssl.endpoint.identification.algorithm']
-
 /** security.protocol with the ssl.* and sasl.* settings, checked against each other and the transport. */
 function parseSecurity(get: <T>(k: string) => T, given: Map<string, unknown>, transport: Transport): SecurityConfig {
   const protocol = get<SecurityProtocol>('security.protocol')
@@ -470,12 +467,12 @@ function parseSecurity(get: <T>(k: string) => T, given: Map<string, unknown>, tr
   const usesSasl = protocol === 'SASL_PLAINTEXT' || protocol === 'SASL_SSL'
   const set = (keys: string[]) => keys.filter((k) => given.has(k))
 
-  const strayTls = set(SSL_KEYS)
+  const strayTls = set(keysOf('ssl.'))
   if (!usesTls && strayTls.length > 0) {
     throw new ConfigException(`${strayTls.join(', ')} ${strayTls.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: ` +
       `set security.protocol to ${usesSasl ? 'SASL_SSL' : 'SSL'} to use TLS, or remove ${strayTls.length > 1 ? 'them' : 'it'}`)
   }
-  const straySasl = set(SASL_KEYS)
+  const straySasl = set(keysOf('sasl.'))
   if (!usesSasl && straySasl.length > 0) {
     throw new ConfigException(`${straySasl.join(', ')} ${straySasl.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: ` +
       `set security.protocol to ${usesTls ? 'SASL_SSL' : 'SASL_PLAINTEXT'} to authenticate with SASL, or remove ${straySasl.length > 1 ? 'them' : 'it'}`)
