@@ -337,8 +337,6 @@ const SPECS: Spec[] = [
 const camel = (k: string) => k.replace(/\.([a-z])/g, (_, c: string) => c.toUpperCase())
 const BY_KEY = new Map<string, Spec>()
 for (const s of SPECS) { BY_KEY.set(s[0], s); BY_KEY.set(camel(s[0]), s) }
-/** The ssl.* or sasl.* keys, in table order (the order error messages list them in). */
-const keysOf = (prefix: string) => SPECS.map((s) => s[0]).filter((k) => k.startsWith(prefix))
 
 function parseServers(v: unknown, key: string): Array<{ host: string; port: number }> {
   const list = Array.isArray(v) ? v : typeof v === 'string' ? v.split(',') : null
@@ -416,7 +414,7 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
   const transport = get<Transport>('transport')
   if (!transport || typeof (transport as Transport).open !== 'function') throw new ConfigException('transport must be a Transport, e.g. tcp() or websocket({ url })')
 
-  const security = parseSecurity(get, given, transport)
+  const security = (extensions.security ?? plaintextOnly)(get, given, transport)
   const checkpoint = get<CheckpointStore | null>('checkpoint')
   if (checkpoint && !idempotence) {
     throw new ConfigException('checkpoint needs enable.idempotence=true: without producer ids and sequences the broker cannot recognise a resent batch')
@@ -460,55 +458,20 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
   }
 }
 
-/** security.protocol with the ssl.* and sasl.* settings, checked against each other and the transport. */
-function parseSecurity(get: <T>(k: string) => T, given: Map<string, unknown>, transport: Transport): SecurityConfig {
+/**
+ * Security settings when no transport that carries TLS has been created (tcp() and cloudflareSockets()
+ * install the real checks, security.ts): only PLAINTEXT, and any ssl.* or sasl.* setting is refused.
+ */
+function plaintextOnly(get: <T>(k: string) => T, given: Map<string, unknown>, transport: Transport): SecurityConfig {
   const protocol = get<SecurityProtocol>('security.protocol')
-  const usesTls = protocol === 'SSL' || protocol === 'SASL_SSL'
-  const usesSasl = protocol === 'SASL_PLAINTEXT' || protocol === 'SASL_SSL'
-  const set = (keys: string[]) => keys.filter((k) => given.has(k))
-
-  const strayTls = set(keysOf('ssl.'))
-  if (!usesTls && strayTls.length > 0) {
-    throw new ConfigException(`${strayTls.join(', ')} ${strayTls.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: ` +
-      `set security.protocol to ${usesSasl ? 'SASL_SSL' : 'SSL'} to use TLS, or remove ${strayTls.length > 1 ? 'them' : 'it'}`)
+  const set = [...given.keys()].filter((k) => /^(ssl|sasl)\./.test(k))
+  if (protocol !== 'PLAINTEXT' || set.length > 0) {
+    throw new ConfigException(`${protocol === 'PLAINTEXT' ? set.join(', ') : `security.protocol ${protocol}`}: ` + (transport.tls
+      ? 'TLS and SASL settings come with the tcp() and cloudflareSockets() transports; build the transport on one of them'
+      : `the ${transport.name} transport carries no TLS or SASL to brokers: through the relay they are the relay's settings ` +
+        '(SASL credentials stay in its config, never in the page), and the page uses a wss:// URL'))
   }
-  const straySasl = set(keysOf('sasl.'))
-  if (!usesSasl && straySasl.length > 0) {
-    throw new ConfigException(`${straySasl.join(', ')} ${straySasl.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: ` +
-      `set security.protocol to ${usesTls ? 'SASL_SSL' : 'SASL_PLAINTEXT'} to authenticate with SASL, or remove ${straySasl.length > 1 ? 'them' : 'it'}`)
-  }
-
-  let tls: TlsSettings | null = null
-  if (usesTls) {
-    const ca = get<string | null>('ssl.ca.pem')
-    const cert = get<string | null>('ssl.certificate.pem')
-    const key = get<string | null>('ssl.key.pem')
-    const verifyHostname = get<string>('ssl.endpoint.identification.algorithm') === 'https'
-    if ((cert === null) !== (key === null)) throw new ConfigException('ssl.certificate.pem and ssl.key.pem go together (mutual TLS): set both or neither')
-    if (!transport.tls) {
-      throw new ConfigException(`security.protocol ${protocol} needs a transport that speaks TLS to brokers; ${transport.name} does not (through the relay, TLS and SASL to the brokers are the relay's settings, and the page uses a wss:// URL)`)
-    }
-    if (transport.tls === 'system') {
-      const custom = set(['ssl.ca.pem', 'ssl.certificate.pem', 'ssl.key.pem'])
-      if (custom.length > 0 || !verifyHostname) {
-        const refused = [...custom, ...(verifyHostname ? [] : ['ssl.endpoint.identification.algorithm=""'])]
-        throw new ConfigException(`${transport.name} verifies brokers against the runtime's own trust store and cannot take ${refused.join(', ')}; ` +
-          `remove ${refused.length > 1 ? 'them' : 'it'} (under wrangler dev, NODE_EXTRA_CA_CERTS makes workerd trust a private CA)`)
-      }
-    }
-    tls = { ...(ca !== null && { ca }), ...(cert !== null && { cert }), ...(key !== null && { key }), verifyHostname }
-  }
-
-  let sasl: SaslMechanism | null = null
-  if (usesSasl) {
-    if (!transport.tls) {
-      throw new ConfigException(`security.protocol ${protocol} cannot be used with the ${transport.name} transport: ` +
-        'SASL credentials stay on the relay (set them in its config), never in the page')
-    }
-    if (!extensions.sasl) throw new ConfigException(`security.protocol ${protocol}: SASL is not in this build (kafka-edge/browser); import the producer from kafka-edge`)
-    sasl = extensions.sasl.fromSettings(get, given)
-  }
-  return { protocol, tls, sasl }
+  return { protocol, tls: null, sasl: null }
 }
 
 function makeLog(logger: Logger | null, debug: LogContext[] | string): Log {
