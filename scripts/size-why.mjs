@@ -14,7 +14,7 @@ import checks from '../.size-limit.js'
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const [filter = '', min = '1000'] = process.argv.slice(2)
 
-for (const check of checks.filter((c) => c.import && c.name.includes(filter))) {
+for (const check of checks.filter((c) => c.import && c.name.toLowerCase().includes(filter.toLowerCase()))) {
   const file = path.join(ROOT, check.path)
   const names = check.import.replace(/[{}]/g, '').trim()
   const base = {

@@ -12,7 +12,12 @@ import type { Transport } from './transport/transport.js'
  */
 export const extensions: {
   transactions?: (opts: ConstructorParameters<typeof TransactionCoordinatorClient>[0]) => TransactionCoordinatorClient
-  security?: (get: <T>(k: string) => T, given: Map<string, unknown>, transport: Transport) => SecurityConfig
+  security?: {
+    /** security.protocol with the ssl.* and sasl.* settings, checked against each other and the transport. */
+    settings(get: <T>(k: string) => T, given: Map<string, unknown>, transport: Transport): SecurityConfig
+    /** One ssl.* or sasl.* value that needs more than a string check (PEM text, a mechanism, a function). */
+    value(v: unknown, key: string): unknown
+  }
   sasl?: {
     authenticate: typeof authenticate
     reauthenticationDelay: typeof reauthenticationDelay

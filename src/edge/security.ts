@@ -3,7 +3,7 @@ import { authenticate, reauthenticationDelay } from './auth/sasl.js'
 import { saslFromSettings } from './auth/settings.js'
 import { ConfigException } from './errors.js'
 import { extensions } from './extensions.js'
-import type { SecurityConfig, SecurityProtocol } from './producer/config.js'
+import { oneOf, str, type SecurityConfig, type SecurityProtocol } from './producer/config.js'
 import type { TlsSettings, Transport } from './transport/transport.js'
 
 /**
@@ -13,8 +13,44 @@ import type { TlsSettings, Transport } from './transport/transport.js'
  * the relay's settings) carries none of it: no SASL mechanisms, no SCRAM, no AWS request signing.
  */
 export function installBrokerSecurity(): void {
-  extensions.security = parseSecurity
+  extensions.security = { settings: parseSecurity, value: (v, key) => VALUES[key]!(v, key) }
   extensions.sasl = { authenticate, reauthenticationDelay }
+}
+
+const fn = (v: unknown, key: string): unknown => {
+  if (typeof v !== 'function') throw new ConfigException(`${key} must be a function`)
+  return v
+}
+// PEM text, not a path: Workers and browsers have no file system, and a path typo would otherwise
+// surface as an unknown-CA failure on the wire.
+const pem = (v: unknown, key: string): string => {
+  const s = str(v, key)
+  if (!/-----BEGIN [A-Z0-9 ]+-----/.test(s)) throw new ConfigException(`${key} must hold PEM text (-----BEGIN ...-----), not a file name; read the file and pass its contents`)
+  return s
+}
+function parseExtensions(v: unknown, key: string): Record<string, string> {
+  if (typeof v === 'string') {
+    const out: Record<string, string> = {}
+    for (const part of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+      const eq = part.indexOf('=')
+      if (eq <= 0) throw new ConfigException(`${key} entry ${JSON.stringify(part)} is not key=value`)
+      out[part.slice(0, eq)] = part.slice(eq + 1)
+    }
+    return out
+  }
+  if (v && typeof v === 'object' && Object.values(v).every((x) => typeof x === 'string')) return v as Record<string, string>
+  throw new ConfigException(`${key} must be an object of strings or "key=value,key=value"`)
+}
+
+/** The settings config.ts hands over as `secured`, parsed at the same point as every other setting. */
+const VALUES: Record<string, (v: unknown, key: string) => unknown> = {
+  'sasl.mechanism': oneOf(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER', 'AWS_MSK_IAM']),
+  'sasl.oauthbearer.token.provider': fn,
+  'sasl.oauthbearer.extensions': parseExtensions,
+  'sasl.aws.credentials.provider': fn,
+  'ssl.ca.pem': pem,
+  'ssl.certificate.pem': pem,
+  'ssl.key.pem': pem,
 }
 
 const SASL_KEYS = [

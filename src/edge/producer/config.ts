@@ -225,25 +225,16 @@ const bool = (v: unknown, key: string): boolean => {
   if (v === 'true' || v === 'false') return v === 'true'
   throw new ConfigException(`${key} must be true or false, got ${JSON.stringify(v)}`)
 }
-const str = (v: unknown, key: string): string => {
+/** @internal Also security.ts's. */
+export const str = (v: unknown, key: string): string => {
   if (typeof v !== 'string') throw new ConfigException(`${key} must be a string, got ${JSON.stringify(v)}`)
   return v
 }
 const any = (v: unknown): unknown => v
-const fn = (v: unknown, key: string): unknown => {
-  if (typeof v !== 'function') throw new ConfigException(`${key} must be a function`)
-  return v
-}
-const oneOf = (values: readonly string[]) => (v: unknown, key: string): string => {
+/** @internal Also security.ts's. */
+export const oneOf = (values: readonly string[]) => (v: unknown, key: string): string => {
   const s = str(v, key)
   if (!values.includes(s)) throw new ConfigException(`${key} must be one of ${values.map((x) => JSON.stringify(x)).join(', ')}, got ${JSON.stringify(v)}`)
-  return s
-}
-// PEM text, not a path: Workers and browsers have no file system, and a path typo would otherwise
-// surface as an unknown-CA failure on the wire.
-const pem = (v: unknown, key: string): string => {
-  const s = str(v, key)
-  if (!/-----BEGIN [A-Z0-9 ]+-----/.test(s)) throw new ConfigException(`${key} must hold PEM text (-----BEGIN ...-----), not a file name; read the file and pass its contents`)
   return s
 }
 function parseDebug(v: unknown, key: string): LogContext[] {
@@ -255,24 +246,14 @@ function parseDebug(v: unknown, key: string): LogContext[] {
   return names as LogContext[]
 }
 
-function parseExtensions(v: unknown, key: string): Record<string, string> {
-  if (typeof v === 'string') {
-    const out: Record<string, string> = {}
-    for (const part of v.split(',').map((p) => p.trim()).filter(Boolean)) {
-      const eq = part.indexOf('=')
-      if (eq <= 0) throw new ConfigException(`${key} entry ${JSON.stringify(part)} is not key=value`)
-      out[part.slice(0, eq)] = part.slice(eq + 1)
-    }
-    return out
-  }
-  if (v && typeof v === 'object' && Object.values(v).every((x) => typeof x === 'string')) return v as Record<string, string>
-  throw new ConfigException(`${key} must be an object of strings or "key=value,key=value"`)
-}
-
 const INT_MAX = 2147483647
 const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
 const LEVELS: Record<string, [number, number]> = { gzip: [1, 9], lz4: [1, 17], zstd: [-131072, 22] }
-const SASL_MECHANISMS = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER', 'AWS_MSK_IAM']
+/**
+ * The values of the ssl.* and sasl.* settings that need more than a string check: security.ts checks
+ * them once a transport that carries TLS installed it; without one, plaintextOnly() refuses them all.
+ */
+const secured: Parse = (v, key) => (extensions.security ? extensions.security.value(v, key) : v)
 /** Settings that take an object with these methods (or null), and the error naming them. */
 const methods = (names: string[], what: string): Parse => (v, key) => {
   if (v === null || (typeof v === 'object' && names.every((m) => typeof (v as Record<string, unknown>)[m] === 'function'))) return v
@@ -309,17 +290,17 @@ const SPECS: Spec[] = [
   ['partitioner.ignore.keys', false, bool],
   ['partitioner.adaptive.partitioning.enable', true, bool],
   ['security.protocol', 'PLAINTEXT', oneOf(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'])],
-  ['sasl.mechanism', null, oneOf(SASL_MECHANISMS)],
+  ['sasl.mechanism', null, secured],
   ['sasl.username', null, str],
   ['sasl.password', null, str],
   ['sasl.jaas.config', null, str],
-  ['sasl.oauthbearer.token.provider', null, fn],
-  ['sasl.oauthbearer.extensions', null, (v, k) => parseExtensions(v, k)],
-  ['sasl.aws.credentials.provider', null, fn],
+  ['sasl.oauthbearer.token.provider', null, secured],
+  ['sasl.oauthbearer.extensions', null, secured],
+  ['sasl.aws.credentials.provider', null, secured],
   ['sasl.aws.region', null, str],
-  ['ssl.ca.pem', null, pem],
-  ['ssl.certificate.pem', null, pem],
-  ['ssl.key.pem', null, pem],
+  ['ssl.ca.pem', null, secured],
+  ['ssl.certificate.pem', null, secured],
+  ['ssl.key.pem', null, secured],
   ['ssl.endpoint.identification.algorithm', 'https', oneOf(['https', ''])],
   ['debug', '', (v, k) => parseDebug(v, k)],
   ['logger', null, methods(['debug', 'warn'], 'debug(message, fields) and warn(message, fields) methods')],
@@ -414,7 +395,7 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
   const transport = get<Transport>('transport')
   if (!transport || typeof (transport as Transport).open !== 'function') throw new ConfigException('transport must be a Transport, e.g. tcp() or websocket({ url })')
 
-  const security = (extensions.security ?? plaintextOnly)(get, given, transport)
+  const security = (extensions.security?.settings ?? plaintextOnly)(get, given, transport)
   const checkpoint = get<CheckpointStore | null>('checkpoint')
   if (checkpoint && !idempotence) {
     throw new ConfigException('checkpoint needs enable.idempotence=true: without producer ids and sequences the broker cannot recognise a resent batch')
