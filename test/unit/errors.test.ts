@@ -1,4 +1,5 @@
 import { build } from 'esbuild'
+import { execFileSync } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
@@ -7,13 +8,26 @@ import {
   KafkaEdgeError, NetworkException, NotLeaderOrFollowerException, OutOfOrderSequenceException, ProducerFencedException,
   RecordTooLargeException, RetriableException, TimeoutException, TopicAuthorizationException, UnknownProducerIdException,
 } from '../../src/edge/errors.js'
-import { allErrors, apiError, exceptionClass } from '../../src/edge/protocol/index.js'
+import { allErrors, apiError, errorInfo, exceptionClass } from '../../src/edge/protocol/index.js'
+import { KAFKA_LIBS, javaAvailable } from '../helpers/codec-harness.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const CATEGORY_BASE = {
   retriable: RetriableException, metadata: InvalidMetadataException, authentication: AuthenticationException,
   authorization: AuthorizationException, api: ApiException, none: ApiException,
 } as const
+
+// The packed table in error-codes.ts against the Errors enum of the kafka-clients jar the tests run
+// Kafka with: every code, its protocol name, its Java class and where that class sits.
+describe.skipIf(!javaAvailable())("the error table is Kafka 4.4's Errors enum", () => {
+  it('code, name, Java class and category of every entry', () => {
+    const java = execFileSync('java', ['-cp', `${KAFKA_LIBS}/*`, path.join(ROOT, 'scripts/kafka/ErrorTable.java')], { timeout: 120_000 })
+      .toString().trim().split('\n')
+    expect(java.length).toBeGreaterThan(130)
+    expect(allErrors().map((e) => `${e.code} ${e.name} ${e.exception} ${e.category}`)).toEqual(java)
+    expect(errorInfo(137).name).toBe('UNKNOWN_ERROR_CODE_137')
+  }, 120_000)
+})
 
 describe('every broker error code is an instance of its Java-named class and of its category', () => {
   it.each(allErrors().filter((e) => e.code !== 0).map((e) => [e.code, e.exception, e.category] as const))('%i -> %s (%s)', (code, exception) => {

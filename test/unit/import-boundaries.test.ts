@@ -76,4 +76,31 @@ describe('import boundaries', () => {
     const bad = all.filter((i) => (under('edge/producer')(i.from) || under('edge/client')(i.from)) && under('edge/transport')(i.to) && i.to !== 'edge/transport/transport.ts')
     expect(bad).toEqual([])
   })
+
+  it('package.json sideEffects lists every module whose loading changes another, and every module that imports one for that (bundlers drop the rest when unused)', () => {
+    const listed = new Set((JSON.parse(fs.readFileSync(path.join(SRC, '../package.json'), 'utf8')) as { sideEffects: string[] }).sideEffects)
+    const needed = new Set<string>()
+    const walk = (dir: string) => {
+      for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name)
+        if (e.isDirectory()) walk(p)
+        else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
+          const text = fs.readFileSync(p, 'utf8')
+          // Configures another module at load time, or imports one for its effect alone: Rollup (Vite)
+          // drops a bare import made by a module it was told has no side effects.
+          if (/^(setDefaultCoreSource\(|extensions\.\w+ =)/m.test(text)) needed.add(p)
+          for (const m of text.matchAll(/^import '(\.[^']+)'/gm)) {
+            needed.add(p)
+            needed.add(path.resolve(path.dirname(p), m[1]!).replace(/\.js$/, '.ts'))
+          }
+        }
+      }
+    }
+    walk(SRC)
+    const sources = [...needed].map((f) => `./src/${path.relative(SRC, f)}`).sort()
+    expect(sources).toEqual(['./src/edge/index.ts', './src/edge/inline.ts', './src/edge/producer/install.ts', './src/edge/worker/producer-object.ts', './src/edge/workerd.ts'])
+    // The sources too: the repository's own bundles (wrangler's alias to src/edge/worker, the e2e pages) build from them.
+    for (const f of sources) expect(listed, f).toContain(f)
+    for (const f of sources) expect(listed, f).toContain(f.replace('./src/', './dist/').replace(/\.ts$/, '.js'))
+  })
 })

@@ -1,8 +1,10 @@
 import type { AnyProducerSettings, ProducerSettings } from '../../src/edge/producer/config.js'
 import { describe, expect, it } from 'vitest'
 import { ConfigException } from '../../src/edge/errors.js'
+import { extensions } from '../../src/edge/extensions.js'
 import { parseConfig } from '../../src/edge/producer/config.js'
 import '../../src/edge/producer/install.js'
+import { installBrokerSecurity } from '../../src/edge/security.js'
 import type { Transport } from '../../src/edge/transport/transport.js'
 
 const transport: Transport = { name: 'none', open: () => Promise.reject(new Error('unused')) }
@@ -55,7 +57,31 @@ describe('typed settings (checked by tsc in npm test)', () => {
     expect(() => parseConfig(typo as AnyProducerSettings)).toThrow(/unknown producer setting "linger.msx"/)
     expect(() => parseConfig({ ...codec, 'bootstrap.servers': 'b:9092' })).toThrow(/compression.type must be one of/)
     const tlsTransport: Transport = { ...transport, tls: 'full' }
+    installBrokerSecurity()
     const c = parseConfig({ ...aliases, transport: tlsTransport, securityProtocol: 'SASL_SSL', saslUsername: 'u', saslPassword: 'p' })
     expect([c.lingerMs, c.compressionType, c.security.sasl?.name]).toEqual([5, 'zstd', 'SCRAM-SHA-512'])
+  })
+})
+
+describe('security settings before a transport that carries TLS is created (security.ts not installed)', () => {
+  it('only PLAINTEXT: any ssl.* or sasl.* setting is a ConfigException that says where they belong', () => {
+    const saved = { security: extensions.security, sasl: extensions.sasl }
+    delete extensions.security
+    delete extensions.sasl
+    try {
+      const ws: Transport = { name: 'websocket', open: transport.open }
+      expect(parseConfig({ ...base, transport: ws }).security).toEqual({ protocol: 'PLAINTEXT', tls: null, sasl: null })
+      expect(() => parseConfig({ ...base, transport: ws, 'security.protocol': 'SASL_SSL' })).toThrow(ConfigException)
+      expect(() => parseConfig({ ...base, transport: ws, 'security.protocol': 'SSL' }))
+        .toThrow(/^security.protocol SSL: the websocket transport carries no TLS or SASL to brokers: through the relay they are the relay's settings/)
+      expect(() => parseConfig({ ...base, transport: ws, 'sasl.username': 'u', 'ssl.ca.pem': '-----BEGIN CERTIFICATE-----' }))
+        .toThrow(/^sasl.username, ssl.ca.pem: the websocket transport carries no TLS or SASL/)
+      // A transport of one's own that does TLS gets the settings by being built on tcp() or cloudflareSockets().
+      const own: Transport = { name: 'own-tls', tls: 'full', open: transport.open }
+      expect(() => parseConfig({ ...base, transport: own, 'security.protocol': 'SASL_SSL', 'sasl.mechanism': 'PLAIN', 'sasl.username': 'u', 'sasl.password': 'p' }))
+        .toThrow(/^security.protocol SASL_SSL: TLS and SASL settings come with the tcp\(\) and cloudflareSockets\(\) transports/)
+    } finally {
+      Object.assign(extensions, saved)
+    }
   })
 })

@@ -210,7 +210,9 @@ export type ProducerSettings = JavaProducerSettings & { [K in keyof JavaProducer
 /** The escape hatch for settings from a loose source: any keys type-check, and run-time checks still apply. */
 export type AnyProducerSettings = ProducerSettings & Record<string, unknown>
 
-interface Spec { key: string; default: unknown; parse: (v: unknown, key: string) => unknown }
+type Parse = (v: unknown, key: string) => unknown
+/** [Java name, default, parser]: the parser checks a given value and throws a ConfigException naming the key. */
+type Spec = readonly [key: string, value: unknown, parse: Parse]
 
 const int = (min = -Infinity, max = Infinity) => (v: unknown, key: string): number => {
   const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v
@@ -223,25 +225,16 @@ const bool = (v: unknown, key: string): boolean => {
   if (v === 'true' || v === 'false') return v === 'true'
   throw new ConfigException(`${key} must be true or false, got ${JSON.stringify(v)}`)
 }
-const str = (v: unknown, key: string): string => {
+/** @internal Also security.ts's. */
+export const str = (v: unknown, key: string): string => {
   if (typeof v !== 'string') throw new ConfigException(`${key} must be a string, got ${JSON.stringify(v)}`)
   return v
 }
 const any = (v: unknown): unknown => v
-const fn = (v: unknown, key: string): unknown => {
-  if (typeof v !== 'function') throw new ConfigException(`${key} must be a function`)
-  return v
-}
-const oneOf = (values: readonly string[]) => (v: unknown, key: string): string => {
+/** @internal Also security.ts's. */
+export const oneOf = (values: readonly string[]) => (v: unknown, key: string): string => {
   const s = str(v, key)
   if (!values.includes(s)) throw new ConfigException(`${key} must be one of ${values.map((x) => JSON.stringify(x)).join(', ')}, got ${JSON.stringify(v)}`)
-  return s
-}
-// PEM text, not a path: Workers and browsers have no file system, and a path typo would otherwise
-// surface as an unknown-CA failure on the wire.
-const pem = (v: unknown, key: string): string => {
-  const s = str(v, key)
-  if (!/-----BEGIN [A-Z0-9 ]+-----/.test(s)) throw new ConfigException(`${key} must hold PEM text (-----BEGIN ...-----), not a file name; read the file and pass its contents`)
   return s
 }
 function parseDebug(v: unknown, key: string): LogContext[] {
@@ -253,90 +246,78 @@ function parseDebug(v: unknown, key: string): LogContext[] {
   return names as LogContext[]
 }
 
-function parseExtensions(v: unknown, key: string): Record<string, string> {
-  if (typeof v === 'string') {
-    const out: Record<string, string> = {}
-    for (const part of v.split(',').map((p) => p.trim()).filter(Boolean)) {
-      const eq = part.indexOf('=')
-      if (eq <= 0) throw new ConfigException(`${key} entry ${JSON.stringify(part)} is not key=value`)
-      out[part.slice(0, eq)] = part.slice(eq + 1)
-    }
-    return out
-  }
-  if (v && typeof v === 'object' && Object.values(v).every((x) => typeof x === 'string')) return v as Record<string, string>
-  throw new ConfigException(`${key} must be an object of strings or "key=value,key=value"`)
-}
-
 const INT_MAX = 2147483647
 const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
 const LEVELS: Record<string, [number, number]> = { gzip: [1, 9], lz4: [1, 17], zstd: [-131072, 22] }
+/**
+ * The values of the ssl.* and sasl.* settings that need more than a string check: security.ts checks
+ * them once a transport that carries TLS installed it; without one, plaintextOnly() refuses them all.
+ */
+const secured: Parse = (v, key) => (extensions.security ? extensions.security.value(v, key) : v)
+/** Settings that take an object with these methods (or null), and the error naming them. */
+const methods = (names: string[], what: string): Parse => (v, key) => {
+  if (v === null || (typeof v === 'object' && names.every((m) => typeof (v as Record<string, unknown>)[m] === 'function'))) return v
+  throw new ConfigException(`${key} must have ${what}`)
+}
 
 const SPECS: Spec[] = [
-  { key: 'bootstrap.servers', default: undefined, parse: (v, k) => parseServers(v, k) },
-  { key: 'client.id', default: 'kafka-edge', parse: str },
-  { key: 'acks', default: -1, parse: (v, k) => parseAcks(v, k) },
-  { key: 'enable.idempotence', default: true, parse: bool },
-  { key: 'linger.ms', default: 5, parse: int(0) },
-  { key: 'batch.size', default: 16384, parse: int(0) },
-  { key: 'max.in.flight.requests.per.connection', default: 5, parse: int(1) },
-  { key: 'retries', default: INT_MAX, parse: int(0, INT_MAX) },
-  { key: 'delivery.timeout.ms', default: 120000, parse: int(0) },
-  { key: 'request.timeout.ms', default: 30000, parse: int(0) },
-  { key: 'retry.backoff.ms', default: 100, parse: int(0) },
-  { key: 'retry.backoff.max.ms', default: 1000, parse: int(0) },
-  { key: 'max.request.size', default: 1048576, parse: int(1) },
-  { key: 'buffer.memory', default: 33554432, parse: int(0) },
-  { key: 'max.block.ms', default: 60000, parse: int(0) },
-  { key: 'compression.type', default: 'none', parse: (v, k) => {
+  ['bootstrap.servers', undefined, (v, k) => parseServers(v, k)],
+  ['client.id', 'kafka-edge', str],
+  ['acks', -1, (v, k) => parseAcks(v, k)],
+  ['enable.idempotence', true, bool],
+  ['linger.ms', 5, int(0)],
+  ['batch.size', 16384, int(0)],
+  ['max.in.flight.requests.per.connection', 5, int(1)],
+  ['retries', INT_MAX, int(0, INT_MAX)],
+  ['delivery.timeout.ms', 120000, int(0)],
+  ['request.timeout.ms', 30000, int(0)],
+  ['retry.backoff.ms', 100, int(0)],
+  ['retry.backoff.max.ms', 1000, int(0)],
+  ['max.request.size', 1048576, int(1)],
+  ['buffer.memory', 33554432, int(0)],
+  ['max.block.ms', 60000, int(0)],
+  ['compression.type', 'none', (v, k) => {
     const s = str(v, k)
     if (!(CODECS as readonly string[]).includes(s)) throw new ConfigException(`${k} must be one of ${CODECS.join(', ')}, got ${JSON.stringify(v)}`)
     return s
-  } },
-  { key: 'compression.gzip.level', default: -1, parse: (v, k) => { const n = int(-1, 9)(v, k); if (n === 0) throw new ConfigException(`${k} must be -1 or 1..9`); return n } },
-  { key: 'compression.lz4.level', default: 9, parse: int(...LEVELS.lz4!) },
-  { key: 'compression.zstd.level', default: 3, parse: int(...LEVELS.zstd!) },
-  { key: 'transactional.id', default: null, parse: (v, k) => (v === null ? null : str(v, k)) },
-  { key: 'transaction.timeout.ms', default: 60000, parse: int(1) },
-  { key: 'metadata.max.age.ms', default: 300000, parse: int(0) },
-  { key: 'partitioner.ignore.keys', default: false, parse: bool },
-  { key: 'partitioner.adaptive.partitioning.enable', default: true, parse: bool },
-  { key: 'security.protocol', default: 'PLAINTEXT', parse: oneOf(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL']) },
-  { key: 'sasl.mechanism', default: null, parse: oneOf(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER', 'AWS_MSK_IAM']) },
-  { key: 'sasl.username', default: null, parse: str },
-  { key: 'sasl.password', default: null, parse: str },
-  { key: 'sasl.jaas.config', default: null, parse: str },
-  { key: 'sasl.oauthbearer.token.provider', default: null, parse: fn },
-  { key: 'sasl.oauthbearer.extensions', default: null, parse: (v, k) => parseExtensions(v, k) },
-  { key: 'sasl.aws.credentials.provider', default: null, parse: fn },
-  { key: 'sasl.aws.region', default: null, parse: str },
-  { key: 'ssl.ca.pem', default: null, parse: pem },
-  { key: 'ssl.certificate.pem', default: null, parse: pem },
-  { key: 'ssl.key.pem', default: null, parse: pem },
-  { key: 'ssl.endpoint.identification.algorithm', default: 'https', parse: oneOf(['https', '']) },
-  { key: 'debug', default: '', parse: (v, k) => parseDebug(v, k) },
-  { key: 'logger', default: null, parse: (v, k) => {
-    const l = v as Logger | null
-    if (l === null || (typeof l === 'object' && typeof l.debug === 'function' && typeof l.warn === 'function')) return l
-    throw new ConfigException(`${k} must have debug(message, fields) and warn(message, fields) methods`)
-  } },
-  { key: 'transport', default: undefined, parse: any },
-  { key: 'observer', default: {}, parse: (v, k) => {
+  }],
+  ['compression.gzip.level', -1, (v, k) => { const n = int(-1, 9)(v, k); if (n === 0) throw new ConfigException(`${k} must be -1 or 1..9`); return n }],
+  ['compression.lz4.level', 9, int(...LEVELS.lz4!)],
+  ['compression.zstd.level', 3, int(...LEVELS.zstd!)],
+  ['transactional.id', null, (v, k) => (v === null ? null : str(v, k))],
+  ['transaction.timeout.ms', 60000, int(1)],
+  ['metadata.max.age.ms', 300000, int(0)],
+  ['partitioner.ignore.keys', false, bool],
+  ['partitioner.adaptive.partitioning.enable', true, bool],
+  ['security.protocol', 'PLAINTEXT', oneOf(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'])],
+  ['sasl.mechanism', null, secured],
+  ['sasl.username', null, str],
+  ['sasl.password', null, str],
+  ['sasl.jaas.config', null, str],
+  ['sasl.oauthbearer.token.provider', null, secured],
+  ['sasl.oauthbearer.extensions', null, secured],
+  ['sasl.aws.credentials.provider', null, secured],
+  ['sasl.aws.region', null, str],
+  ['ssl.ca.pem', null, secured],
+  ['ssl.certificate.pem', null, secured],
+  ['ssl.key.pem', null, secured],
+  ['ssl.endpoint.identification.algorithm', 'https', oneOf(['https', ''])],
+  ['debug', '', (v, k) => parseDebug(v, k)],
+  ['logger', null, methods(['debug', 'warn'], 'debug(message, fields) and warn(message, fields) methods')],
+  ['transport', undefined, any],
+  ['observer', {}, (v, k) => {
     if (v !== null && typeof v === 'object') return v
     throw new ConfigException(`${k} must be an object of hooks (onProduceRequest, onCoordinatorRequest, onProducerId)`)
-  } },
-  { key: 'checkpoint', default: null, parse: (v, k) => {
-    const c = v as CheckpointStore | null
-    if (c === null || (typeof c === 'object' && typeof c.load === 'function' && typeof c.save === 'function')) return c
-    throw new ConfigException(`${k} must have load() and save(checkpoint) methods returning promises`)
-  } },
-  { key: 'clock', default: systemClock, parse: any },
-  { key: 'random', default: Math.random, parse: any },
-  { key: 'wasm', default: undefined, parse: any },
+  }],
+  ['checkpoint', null, methods(['load', 'save'], 'load() and save(checkpoint) methods returning promises')],
+  ['clock', systemClock, any],
+  ['random', Math.random, any],
+  ['wasm', undefined, any],
 ]
 
 const camel = (k: string) => k.replace(/\.([a-z])/g, (_, c: string) => c.toUpperCase())
 const BY_KEY = new Map<string, Spec>()
-for (const s of SPECS) { BY_KEY.set(s.key, s); BY_KEY.set(camel(s.key), s) }
+for (const s of SPECS) { BY_KEY.set(s[0], s); BY_KEY.set(camel(s[0]), s) }
 
 function parseServers(v: unknown, key: string): Array<{ host: string; port: number }> {
   const list = Array.isArray(v) ? v : typeof v === 'string' ? v.split(',') : null
@@ -364,10 +345,11 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
     if (v === undefined) continue
     const spec = BY_KEY.get(k)
     if (!spec) throw new ConfigException(`unknown producer setting ${JSON.stringify(k)}; check its spelling against the Java producer's config names`)
-    if (given.has(spec.key)) throw new ConfigException(`${spec.key} is given twice (as ${spec.key} and its camelCase alias)`)
-    given.set(spec.key, spec.parse(v, spec.key))
+    const [key, , parse] = spec
+    if (given.has(key)) throw new ConfigException(`${key} is given twice (as ${key} and its camelCase alias)`)
+    given.set(key, parse(v, key))
   }
-  const get = <T>(k: string): T => (given.has(k) ? given.get(k) : BY_KEY.get(k)!.default) as T
+  const get = <T>(k: string): T => (given.has(k) ? given.get(k) : BY_KEY.get(k)![1]) as T
   if (!given.has('transport')) throw new ConfigException('transport is required: pass tcp(), websocket({...}) or cloudflareSockets()')
 
   const acks = get<-1 | 0 | 1>('acks')
@@ -413,7 +395,7 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
   const transport = get<Transport>('transport')
   if (!transport || typeof (transport as Transport).open !== 'function') throw new ConfigException('transport must be a Transport, e.g. tcp() or websocket({ url })')
 
-  const security = parseSecurity(get, given, transport)
+  const security = (extensions.security?.settings ?? plaintextOnly)(get, given, transport)
   const checkpoint = get<CheckpointStore | null>('checkpoint')
   if (checkpoint && !idempotence) {
     throw new ConfigException('checkpoint needs enable.idempotence=true: without producer ids and sequences the broker cannot recognise a resent batch')
@@ -457,61 +439,20 @@ export function parseConfig(settings: ProducerSettings | AnyProducerSettings): P
   }
 }
 
-const SASL_KEYS = [
-  'sasl.mechanism', 'sasl.username', 'sasl.password', 'sasl.jaas.config',
-  'sasl.oauthbearer.token.provider', 'sasl.oauthbearer.extensions', 'sasl.aws.credentials.provider', 'sasl.aws.region',
-]
-const SSL_KEYS = ['ssl.ca.pem', 'ssl.certificate.pem', 'ssl.key.pem', 'ssl.endpoint.identification.algorithm']
-
-/** security.protocol with the ssl.* and sasl.* settings, checked against each other and the transport. */
-function parseSecurity(get: <T>(k: string) => T, given: Map<string, unknown>, transport: Transport): SecurityConfig {
+/**
+ * Security settings when no transport that carries TLS has been created (tcp() and cloudflareSockets()
+ * install the real checks, security.ts): only PLAINTEXT, and any ssl.* or sasl.* setting is refused.
+ */
+function plaintextOnly(get: <T>(k: string) => T, given: Map<string, unknown>, transport: Transport): SecurityConfig {
   const protocol = get<SecurityProtocol>('security.protocol')
-  const usesTls = protocol === 'SSL' || protocol === 'SASL_SSL'
-  const usesSasl = protocol === 'SASL_PLAINTEXT' || protocol === 'SASL_SSL'
-  const set = (keys: string[]) => keys.filter((k) => given.has(k))
-
-  const strayTls = set(SSL_KEYS)
-  if (!usesTls && strayTls.length > 0) {
-    throw new ConfigException(`${strayTls.join(', ')} ${strayTls.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: ` +
-      `set security.protocol to ${usesSasl ? 'SASL_SSL' : 'SSL'} to use TLS, or remove ${strayTls.length > 1 ? 'them' : 'it'}`)
+  const set = [...given.keys()].filter((k) => /^(ssl|sasl)\./.test(k))
+  if (protocol !== 'PLAINTEXT' || set.length > 0) {
+    throw new ConfigException(`${protocol === 'PLAINTEXT' ? set.join(', ') : `security.protocol ${protocol}`}: ` + (transport.tls
+      ? 'TLS and SASL settings come with the tcp() and cloudflareSockets() transports; build the transport on one of them'
+      : `the ${transport.name} transport carries no TLS or SASL to brokers: through the relay they are the relay's settings ` +
+        '(SASL credentials stay in its config, never in the page), and the page uses a wss:// URL'))
   }
-  const straySasl = set(SASL_KEYS)
-  if (!usesSasl && straySasl.length > 0) {
-    throw new ConfigException(`${straySasl.join(', ')} ${straySasl.length > 1 ? 'are' : 'is'} set but security.protocol is ${protocol}: ` +
-      `set security.protocol to ${usesTls ? 'SASL_SSL' : 'SASL_PLAINTEXT'} to authenticate with SASL, or remove ${straySasl.length > 1 ? 'them' : 'it'}`)
-  }
-
-  let tls: TlsSettings | null = null
-  if (usesTls) {
-    const ca = get<string | null>('ssl.ca.pem')
-    const cert = get<string | null>('ssl.certificate.pem')
-    const key = get<string | null>('ssl.key.pem')
-    const verifyHostname = get<string>('ssl.endpoint.identification.algorithm') === 'https'
-    if ((cert === null) !== (key === null)) throw new ConfigException('ssl.certificate.pem and ssl.key.pem go together (mutual TLS): set both or neither')
-    if (!transport.tls) {
-      throw new ConfigException(`security.protocol ${protocol} needs a transport that speaks TLS to brokers; ${transport.name} does not (through the relay, TLS and SASL to the brokers are the relay's settings, and the page uses a wss:// URL)`)
-    }
-    if (transport.tls === 'system') {
-      const custom = set(['ssl.ca.pem', 'ssl.certificate.pem', 'ssl.key.pem'])
-      if (custom.length > 0 || !verifyHostname) {
-        const refused = [...custom, ...(verifyHostname ? [] : ['ssl.endpoint.identification.algorithm=""'])]
-        throw new ConfigException(`${transport.name} verifies brokers against the runtime's own trust store and cannot take ${refused.join(', ')}; ` +
-          `remove ${refused.length > 1 ? 'them' : 'it'} (under wrangler dev, NODE_EXTRA_CA_CERTS makes workerd trust a private CA)`)
-      }
-    }
-    tls = { ...(ca !== null && { ca }), ...(cert !== null && { cert }), ...(key !== null && { key }), verifyHostname }
-  }
-
-  let sasl: SaslMechanism | null = null
-  if (usesSasl) {
-    if (!transport.tls) {
-      throw new ConfigException(`security.protocol ${protocol} cannot be used with the ${transport.name} transport: ` +
-        'SASL credentials stay on the relay (set them in its config), never in the page')
-    }
-    if (!extensions.sasl) throw new ConfigException(`security.protocol ${protocol}: SASL is not in this build (kafka-edge/browser); import the producer from kafka-edge`)
-    sasl = extensions.sasl.fromSettings(get, given)
-  }
-  return { protocol, tls, sasl }
+  return { protocol, tls: null, sasl: null }
 }
 
 function makeLog(logger: Logger | null, debug: LogContext[] | string): Log {

@@ -11,138 +11,67 @@ import {
  */
 export type ErrorCategory = 'none' | 'api' | 'retriable' | 'metadata' | 'authentication' | 'authorization'
 
-/** Every broker error code: [code, protocol name, Java exception class, category], as in Kafka 4.4. */
-const TABLE: ReadonlyArray<readonly [number, string, string, ErrorCategory]> = [
-  [-1, 'UNKNOWN_SERVER_ERROR', 'UnknownServerException', 'api'],
-  [0, 'NONE', 'None', 'none'],
-  [1, 'OFFSET_OUT_OF_RANGE', 'OffsetOutOfRangeException', 'api'],
-  [2, 'CORRUPT_MESSAGE', 'CorruptRecordException', 'retriable'],
-  [3, 'UNKNOWN_TOPIC_OR_PARTITION', 'UnknownTopicOrPartitionException', 'metadata'],
-  [4, 'INVALID_FETCH_SIZE', 'InvalidFetchSizeException', 'api'],
-  [5, 'LEADER_NOT_AVAILABLE', 'LeaderNotAvailableException', 'metadata'],
-  [6, 'NOT_LEADER_OR_FOLLOWER', 'NotLeaderOrFollowerException', 'metadata'],
-  [7, 'REQUEST_TIMED_OUT', 'TimeoutException', 'retriable'],
-  [8, 'BROKER_NOT_AVAILABLE', 'BrokerNotAvailableException', 'api'],
-  [9, 'REPLICA_NOT_AVAILABLE', 'ReplicaNotAvailableException', 'metadata'],
-  [10, 'MESSAGE_TOO_LARGE', 'RecordTooLargeException', 'api'],
-  [11, 'STALE_CONTROLLER_EPOCH', 'ControllerMovedException', 'api'],
-  [12, 'OFFSET_METADATA_TOO_LARGE', 'OffsetMetadataTooLarge', 'api'],
-  [13, 'NETWORK_EXCEPTION', 'NetworkException', 'metadata'],
-  [14, 'COORDINATOR_LOAD_IN_PROGRESS', 'CoordinatorLoadInProgressException', 'retriable'],
-  [15, 'COORDINATOR_NOT_AVAILABLE', 'CoordinatorNotAvailableException', 'retriable'],
-  [16, 'NOT_COORDINATOR', 'NotCoordinatorException', 'retriable'],
-  [17, 'INVALID_TOPIC_EXCEPTION', 'InvalidTopicException', 'api'],
-  [18, 'RECORD_LIST_TOO_LARGE', 'RecordBatchTooLargeException', 'api'],
-  [19, 'NOT_ENOUGH_REPLICAS', 'NotEnoughReplicasException', 'retriable'],
-  [20, 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', 'NotEnoughReplicasAfterAppendException', 'retriable'],
-  [21, 'INVALID_REQUIRED_ACKS', 'InvalidRequiredAcksException', 'api'],
-  [22, 'ILLEGAL_GENERATION', 'IllegalGenerationException', 'api'],
-  [23, 'INCONSISTENT_GROUP_PROTOCOL', 'InconsistentGroupProtocolException', 'api'],
-  [24, 'INVALID_GROUP_ID', 'InvalidGroupIdException', 'api'],
-  [25, 'UNKNOWN_MEMBER_ID', 'UnknownMemberIdException', 'api'],
-  [26, 'INVALID_SESSION_TIMEOUT', 'InvalidSessionTimeoutException', 'api'],
-  [27, 'REBALANCE_IN_PROGRESS', 'RebalanceInProgressException', 'api'],
-  [28, 'INVALID_COMMIT_OFFSET_SIZE', 'InvalidCommitOffsetSizeException', 'api'],
-  [29, 'TOPIC_AUTHORIZATION_FAILED', 'TopicAuthorizationException', 'authorization'],
-  [30, 'GROUP_AUTHORIZATION_FAILED', 'GroupAuthorizationException', 'authorization'],
-  [31, 'CLUSTER_AUTHORIZATION_FAILED', 'ClusterAuthorizationException', 'authorization'],
-  [32, 'INVALID_TIMESTAMP', 'InvalidTimestampException', 'api'],
-  [33, 'UNSUPPORTED_SASL_MECHANISM', 'UnsupportedSaslMechanismException', 'authentication'],
-  [34, 'ILLEGAL_SASL_STATE', 'IllegalSaslStateException', 'authentication'],
-  [35, 'UNSUPPORTED_VERSION', 'UnsupportedVersionException', 'api'],
-  [36, 'TOPIC_ALREADY_EXISTS', 'TopicExistsException', 'api'],
-  [37, 'INVALID_PARTITIONS', 'InvalidPartitionsException', 'api'],
-  [38, 'INVALID_REPLICATION_FACTOR', 'InvalidReplicationFactorException', 'api'],
-  [39, 'INVALID_REPLICA_ASSIGNMENT', 'InvalidReplicaAssignmentException', 'api'],
-  [40, 'INVALID_CONFIG', 'InvalidConfigurationException', 'api'],
-  [41, 'NOT_CONTROLLER', 'NotControllerException', 'retriable'],
-  [42, 'INVALID_REQUEST', 'InvalidRequestException', 'api'],
-  [43, 'UNSUPPORTED_FOR_MESSAGE_FORMAT', 'UnsupportedForMessageFormatException', 'api'],
-  [44, 'POLICY_VIOLATION', 'PolicyViolationException', 'api'],
-  [45, 'OUT_OF_ORDER_SEQUENCE_NUMBER', 'OutOfOrderSequenceException', 'api'],
-  [46, 'DUPLICATE_SEQUENCE_NUMBER', 'DuplicateSequenceException', 'api'],
-  [47, 'INVALID_PRODUCER_EPOCH', 'InvalidProducerEpochException', 'api'],
-  [48, 'INVALID_TXN_STATE', 'InvalidTxnStateException', 'api'],
-  [49, 'INVALID_PRODUCER_ID_MAPPING', 'InvalidPidMappingException', 'api'],
-  [50, 'INVALID_TRANSACTION_TIMEOUT', 'InvalidTxnTimeoutException', 'api'],
-  [51, 'CONCURRENT_TRANSACTIONS', 'ConcurrentTransactionsException', 'retriable'],
-  [52, 'TRANSACTION_COORDINATOR_FENCED', 'TransactionCoordinatorFencedException', 'api'],
-  [53, 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED', 'TransactionalIdAuthorizationException', 'authorization'],
-  [54, 'SECURITY_DISABLED', 'SecurityDisabledException', 'api'],
-  [55, 'OPERATION_NOT_ATTEMPTED', 'OperationNotAttemptedException', 'api'],
-  [56, 'KAFKA_STORAGE_ERROR', 'KafkaStorageException', 'metadata'],
-  [57, 'LOG_DIR_NOT_FOUND', 'LogDirNotFoundException', 'api'],
-  [58, 'SASL_AUTHENTICATION_FAILED', 'SaslAuthenticationException', 'authentication'],
-  [59, 'UNKNOWN_PRODUCER_ID', 'UnknownProducerIdException', 'api'],
-  [60, 'REASSIGNMENT_IN_PROGRESS', 'ReassignmentInProgressException', 'api'],
-  [61, 'DELEGATION_TOKEN_AUTH_DISABLED', 'DelegationTokenDisabledException', 'api'],
-  [62, 'DELEGATION_TOKEN_NOT_FOUND', 'DelegationTokenNotFoundException', 'api'],
-  [63, 'DELEGATION_TOKEN_OWNER_MISMATCH', 'DelegationTokenOwnerMismatchException', 'api'],
-  [64, 'DELEGATION_TOKEN_REQUEST_NOT_ALLOWED', 'UnsupportedByAuthenticationException', 'api'],
-  [65, 'DELEGATION_TOKEN_AUTHORIZATION_FAILED', 'DelegationTokenAuthorizationException', 'authorization'],
-  [66, 'DELEGATION_TOKEN_EXPIRED', 'DelegationTokenExpiredException', 'api'],
-  [67, 'INVALID_PRINCIPAL_TYPE', 'InvalidPrincipalTypeException', 'api'],
-  [68, 'NON_EMPTY_GROUP', 'GroupNotEmptyException', 'api'],
-  [69, 'GROUP_ID_NOT_FOUND', 'GroupIdNotFoundException', 'api'],
-  [70, 'FETCH_SESSION_ID_NOT_FOUND', 'FetchSessionIdNotFoundException', 'retriable'],
-  [71, 'INVALID_FETCH_SESSION_EPOCH', 'InvalidFetchSessionEpochException', 'retriable'],
-  [72, 'LISTENER_NOT_FOUND', 'ListenerNotFoundException', 'metadata'],
-  [73, 'TOPIC_DELETION_DISABLED', 'TopicDeletionDisabledException', 'api'],
-  [74, 'FENCED_LEADER_EPOCH', 'FencedLeaderEpochException', 'metadata'],
-  [75, 'UNKNOWN_LEADER_EPOCH', 'UnknownLeaderEpochException', 'retriable'],
-  [76, 'UNSUPPORTED_COMPRESSION_TYPE', 'UnsupportedCompressionTypeException', 'api'],
-  [77, 'STALE_BROKER_EPOCH', 'StaleBrokerEpochException', 'api'],
-  [78, 'OFFSET_NOT_AVAILABLE', 'OffsetNotAvailableException', 'retriable'],
-  [79, 'MEMBER_ID_REQUIRED', 'MemberIdRequiredException', 'api'],
-  [80, 'PREFERRED_LEADER_NOT_AVAILABLE', 'PreferredLeaderNotAvailableException', 'metadata'],
-  [81, 'GROUP_MAX_SIZE_REACHED', 'GroupMaxSizeReachedException', 'api'],
-  [82, 'FENCED_INSTANCE_ID', 'FencedInstanceIdException', 'api'],
-  [83, 'ELIGIBLE_LEADERS_NOT_AVAILABLE', 'EligibleLeadersNotAvailableException', 'metadata'],
-  [84, 'ELECTION_NOT_NEEDED', 'ElectionNotNeededException', 'metadata'],
-  [85, 'NO_REASSIGNMENT_IN_PROGRESS', 'NoReassignmentInProgressException', 'api'],
-  [86, 'GROUP_SUBSCRIBED_TO_TOPIC', 'GroupSubscribedToTopicException', 'api'],
-  [87, 'INVALID_RECORD', 'InvalidRecordException', 'api'],
-  [88, 'UNSTABLE_OFFSET_COMMIT', 'UnstableOffsetCommitException', 'retriable'],
-  [89, 'THROTTLING_QUOTA_EXCEEDED', 'ThrottlingQuotaExceededException', 'retriable'],
-  [90, 'PRODUCER_FENCED', 'ProducerFencedException', 'api'],
-  [91, 'RESOURCE_NOT_FOUND', 'ResourceNotFoundException', 'api'],
-  [92, 'DUPLICATE_RESOURCE', 'DuplicateResourceException', 'api'],
-  [93, 'UNACCEPTABLE_CREDENTIAL', 'UnacceptableCredentialException', 'api'],
-  [94, 'INCONSISTENT_VOTER_SET', 'InconsistentVoterSetException', 'api'],
-  [95, 'INVALID_UPDATE_VERSION', 'InvalidUpdateVersionException', 'api'],
-  [96, 'FEATURE_UPDATE_FAILED', 'FeatureUpdateFailedException', 'api'],
-  [97, 'PRINCIPAL_DESERIALIZATION_FAILURE', 'PrincipalDeserializationException', 'api'],
-  [98, 'SNAPSHOT_NOT_FOUND', 'SnapshotNotFoundException', 'api'],
-  [100, 'UNKNOWN_TOPIC_ID', 'UnknownTopicIdException', 'metadata'],
-  [101, 'DUPLICATE_BROKER_REGISTRATION', 'DuplicateBrokerRegistrationException', 'api'],
-  [102, 'BROKER_ID_NOT_REGISTERED', 'BrokerIdNotRegisteredException', 'api'],
-  [103, 'INCONSISTENT_TOPIC_ID', 'InconsistentTopicIdException', 'metadata'],
-  [104, 'INCONSISTENT_CLUSTER_ID', 'InconsistentClusterIdException', 'api'],
-  [105, 'TRANSACTIONAL_ID_NOT_FOUND', 'TransactionalIdNotFoundException', 'api'],
-  [106, 'FETCH_SESSION_TOPIC_ID_ERROR', 'FetchSessionTopicIdException', 'retriable'],
-  [107, 'INELIGIBLE_REPLICA', 'IneligibleReplicaException', 'api'],
-  [108, 'NEW_LEADER_ELECTED', 'NewLeaderElectedException', 'api'],
-  [109, 'OFFSET_MOVED_TO_TIERED_STORAGE', 'OffsetMovedToTieredStorageException', 'api'],
-  [110, 'FENCED_MEMBER_EPOCH', 'FencedMemberEpochException', 'api'],
-  [111, 'UNRELEASED_INSTANCE_ID', 'UnreleasedInstanceIdException', 'api'],
-  [112, 'UNSUPPORTED_ASSIGNOR', 'UnsupportedAssignorException', 'api'],
-  [113, 'STALE_MEMBER_EPOCH', 'StaleMemberEpochException', 'api'],
-  [114, 'MISMATCHED_ENDPOINT_TYPE', 'MismatchedEndpointTypeException', 'api'],
-  [115, 'UNSUPPORTED_ENDPOINT_TYPE', 'UnsupportedEndpointTypeException', 'api'],
-  [116, 'UNKNOWN_CONTROLLER_ID', 'UnknownControllerIdException', 'api'],
-  [117, 'UNKNOWN_SUBSCRIPTION_ID', 'UnknownSubscriptionIdException', 'api'],
-  [118, 'TELEMETRY_TOO_LARGE', 'TelemetryTooLargeException', 'api'],
-  [119, 'INVALID_REGISTRATION', 'InvalidRegistrationException', 'api'],
-  [120, 'TRANSACTION_ABORTABLE', 'TransactionAbortableException', 'api'],
-  [121, 'INVALID_RECORD_STATE', 'InvalidRecordStateException', 'api'],
-  [122, 'SHARE_SESSION_NOT_FOUND', 'ShareSessionNotFoundException', 'retriable'],
-  [123, 'INVALID_SHARE_SESSION_EPOCH', 'InvalidShareSessionEpochException', 'retriable'],
-  [124, 'FENCED_STATE_EPOCH', 'FencedStateEpochException', 'api'],
-  [125, 'INVALID_VOTER_KEY', 'InvalidVoterKeyException', 'api'],
-  [126, 'DUPLICATE_VOTER', 'DuplicateVoterException', 'api'],
-  [127, 'VOTER_NOT_FOUND', 'VoterNotFoundException', 'api'],
-  [128, 'INVALID_REGULAR_EXPRESSION', 'InvalidRegularExpression', 'api'],
-]
+// Kafka 4.4's Errors enum, packed (test/unit/errors.test.ts compares it with the jar's): the bundle
+// carries one string of names rather than 138 rows of [code, name, class, category].
+
+/** The protocol names of codes -1 (UNKNOWN_SERVER_ERROR), 0 (NONE), 1, 2, ... 136, in order. */
+const NAMES = (
+  'UNKNOWN_SERVER_ERROR NONE OFFSET_OUT_OF_RANGE CORRUPT_MESSAGE UNKNOWN_TOPIC_OR_PARTITION ' +
+  'INVALID_FETCH_SIZE LEADER_NOT_AVAILABLE NOT_LEADER_OR_FOLLOWER REQUEST_TIMED_OUT BROKER_NOT_AVAILABLE ' +
+  'REPLICA_NOT_AVAILABLE MESSAGE_TOO_LARGE STALE_CONTROLLER_EPOCH OFFSET_METADATA_TOO_LARGE ' +
+  'NETWORK_EXCEPTION COORDINATOR_LOAD_IN_PROGRESS COORDINATOR_NOT_AVAILABLE NOT_COORDINATOR ' +
+  'INVALID_TOPIC_EXCEPTION RECORD_LIST_TOO_LARGE NOT_ENOUGH_REPLICAS NOT_ENOUGH_REPLICAS_AFTER_APPEND ' +
+  'INVALID_REQUIRED_ACKS ILLEGAL_GENERATION INCONSISTENT_GROUP_PROTOCOL INVALID_GROUP_ID UNKNOWN_MEMBER_ID ' +
+  'INVALID_SESSION_TIMEOUT REBALANCE_IN_PROGRESS INVALID_COMMIT_OFFSET_SIZE TOPIC_AUTHORIZATION_FAILED ' +
+  'GROUP_AUTHORIZATION_FAILED CLUSTER_AUTHORIZATION_FAILED INVALID_TIMESTAMP UNSUPPORTED_SASL_MECHANISM ' +
+  'ILLEGAL_SASL_STATE UNSUPPORTED_VERSION TOPIC_ALREADY_EXISTS INVALID_PARTITIONS ' +
+  'INVALID_REPLICATION_FACTOR INVALID_REPLICA_ASSIGNMENT INVALID_CONFIG NOT_CONTROLLER INVALID_REQUEST ' +
+  'UNSUPPORTED_FOR_MESSAGE_FORMAT POLICY_VIOLATION OUT_OF_ORDER_SEQUENCE_NUMBER DUPLICATE_SEQUENCE_NUMBER ' +
+  'INVALID_PRODUCER_EPOCH INVALID_TXN_STATE INVALID_PRODUCER_ID_MAPPING INVALID_TRANSACTION_TIMEOUT ' +
+  'CONCURRENT_TRANSACTIONS TRANSACTION_COORDINATOR_FENCED TRANSACTIONAL_ID_AUTHORIZATION_FAILED ' +
+  'SECURITY_DISABLED OPERATION_NOT_ATTEMPTED KAFKA_STORAGE_ERROR LOG_DIR_NOT_FOUND ' +
+  'SASL_AUTHENTICATION_FAILED UNKNOWN_PRODUCER_ID REASSIGNMENT_IN_PROGRESS DELEGATION_TOKEN_AUTH_DISABLED ' +
+  'DELEGATION_TOKEN_NOT_FOUND DELEGATION_TOKEN_OWNER_MISMATCH DELEGATION_TOKEN_REQUEST_NOT_ALLOWED ' +
+  'DELEGATION_TOKEN_AUTHORIZATION_FAILED DELEGATION_TOKEN_EXPIRED INVALID_PRINCIPAL_TYPE NON_EMPTY_GROUP ' +
+  'GROUP_ID_NOT_FOUND FETCH_SESSION_ID_NOT_FOUND INVALID_FETCH_SESSION_EPOCH LISTENER_NOT_FOUND ' +
+  'TOPIC_DELETION_DISABLED FENCED_LEADER_EPOCH UNKNOWN_LEADER_EPOCH UNSUPPORTED_COMPRESSION_TYPE ' +
+  'STALE_BROKER_EPOCH OFFSET_NOT_AVAILABLE MEMBER_ID_REQUIRED PREFERRED_LEADER_NOT_AVAILABLE ' +
+  'GROUP_MAX_SIZE_REACHED FENCED_INSTANCE_ID ELIGIBLE_LEADERS_NOT_AVAILABLE ELECTION_NOT_NEEDED ' +
+  'NO_REASSIGNMENT_IN_PROGRESS GROUP_SUBSCRIBED_TO_TOPIC INVALID_RECORD UNSTABLE_OFFSET_COMMIT ' +
+  'THROTTLING_QUOTA_EXCEEDED PRODUCER_FENCED RESOURCE_NOT_FOUND DUPLICATE_RESOURCE UNACCEPTABLE_CREDENTIAL ' +
+  'INCONSISTENT_VOTER_SET INVALID_UPDATE_VERSION FEATURE_UPDATE_FAILED PRINCIPAL_DESERIALIZATION_FAILURE ' +
+  'SNAPSHOT_NOT_FOUND POSITION_OUT_OF_RANGE UNKNOWN_TOPIC_ID DUPLICATE_BROKER_REGISTRATION ' +
+  'BROKER_ID_NOT_REGISTERED INCONSISTENT_TOPIC_ID INCONSISTENT_CLUSTER_ID TRANSACTIONAL_ID_NOT_FOUND ' +
+  'FETCH_SESSION_TOPIC_ID_ERROR INELIGIBLE_REPLICA NEW_LEADER_ELECTED OFFSET_MOVED_TO_TIERED_STORAGE ' +
+  'FENCED_MEMBER_EPOCH UNRELEASED_INSTANCE_ID UNSUPPORTED_ASSIGNOR STALE_MEMBER_EPOCH ' +
+  'MISMATCHED_ENDPOINT_TYPE UNSUPPORTED_ENDPOINT_TYPE UNKNOWN_CONTROLLER_ID UNKNOWN_SUBSCRIPTION_ID ' +
+  'TELEMETRY_TOO_LARGE INVALID_REGISTRATION TRANSACTION_ABORTABLE INVALID_RECORD_STATE ' +
+  'SHARE_SESSION_NOT_FOUND INVALID_SHARE_SESSION_EPOCH FENCED_STATE_EPOCH INVALID_VOTER_KEY DUPLICATE_VOTER ' +
+  'VOTER_NOT_FOUND INVALID_REGULAR_EXPRESSION REBOOTSTRAP_REQUIRED STREAMS_INVALID_TOPOLOGY ' +
+  'STREAMS_INVALID_TOPOLOGY_EPOCH STREAMS_TOPOLOGY_FENCED SHARE_SESSION_LIMIT_REACHED GROUP_DELETION_FAILED ' +
+  'STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED CONTROLLER_ID_NOT_REGISTERED'
+).split(' ')
+
+/** One letter per code, in the same order: a api, r retriable, m metadata, n authentication, z authorization, - none. */
+const CATEGORIES = 'a-armammramaaamrrraarraaaaaaaazzzannaaaaaaraaaaaaaaarazaamanaaaaaazaaaarrmamraaramaammaaarraaaaaaaaaamaamaaraaaaaaaaaaaaaaarraaaaaaaaaraaa'
+const CATEGORY: Record<string, ErrorCategory> = { a: 'api', r: 'retriable', m: 'metadata', n: 'authentication', z: 'authorization', '-': 'none' }
+
+/**
+ * Java class names that do not follow from the protocol name. The rule: drop a trailing _ERROR or
+ * _EXCEPTION, and _FAILED / _FAILURE after an -ATION word (TOPIC_AUTHORIZATION_FAILED), then
+ * PascalCase plus 'Exception'.
+ */
+const EXCEPTIONS: Readonly<Record<number, string>> = {
+  0: 'None', 2: 'CorruptRecordException', 7: 'TimeoutException', 10: 'RecordTooLargeException',
+  11: 'ControllerMovedException', 12: 'OffsetMetadataTooLarge', 18: 'RecordBatchTooLargeException',
+  36: 'TopicExistsException', 40: 'InvalidConfigurationException', 45: 'OutOfOrderSequenceException',
+  46: 'DuplicateSequenceException', 49: 'InvalidPidMappingException', 50: 'InvalidTxnTimeoutException',
+  61: 'DelegationTokenDisabledException', 64: 'UnsupportedByAuthenticationException',
+  68: 'GroupNotEmptyException', 128: 'InvalidRegularExpression',
+}
+
+const javaName = (name: string): string =>
+  name.replace(/_(ERROR|EXCEPTION)$|(?<=ATION)_FAIL(ED|URE)$/, '').toLowerCase().replace(/(?:^|_)([a-z])/g, (_, c: string) => c.toUpperCase()) + 'Exception'
 
 export interface ErrorInfo {
   readonly code: number
@@ -152,8 +81,11 @@ export interface ErrorInfo {
   readonly retriable: boolean
 }
 
-const BY_CODE = new Map<number, ErrorInfo>(TABLE.map(([code, name, exception, category]) =>
-  [code, { code, name, exception, category, retriable: category === 'retriable' || category === 'metadata' }]))
+const BY_CODE = new Map<number, ErrorInfo>(NAMES.map((name, i) => {
+  const code = i - 1
+  const category = CATEGORY[CATEGORIES[i]!]!
+  return [code, { code, name, exception: EXCEPTIONS[code] ?? javaName(name), category, retriable: category === 'retriable' || category === 'metadata' }]
+}))
 const BY_NAME = new Map<string, ErrorInfo>([...BY_CODE.values()].map((e) => [e.name, e]))
 
 export function errorInfo(code: number): ErrorInfo {

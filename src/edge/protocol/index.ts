@@ -24,8 +24,10 @@ export {
 export const APIS: readonly ApiSchema[] = [
   Produce, Metadata, FindCoordinator, SaslHandshake, ApiVersions, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, SaslAuthenticate, DescribeProducers,
 ]
-const BY_KEY = new Map(APIS.map((a) => [a.key, a]))
-export const apiByKey = (key: number): ApiSchema | undefined => BY_KEY.get(key)
+// Built on first use: a Map made at load would keep every schema (the transaction APIs too) in
+// bundles that never look an API up by key, such as the browser SDK.
+let byKey: Map<number, ApiSchema> | undefined
+export const apiByKey = (key: number): ApiSchema | undefined => (byKey ??= new Map(APIS.map((a) => [a.key, a]))).get(key)
 
 /** Names of API keys this client does not speak, so the relay can name what it refused. */
 export const API_NAMES: Readonly<Record<number, string>> = {
@@ -69,7 +71,7 @@ export function decodeRequestHeader(frame: Uint8Array): RequestHeader & { bodyOf
   const apiVersion = r.int16()
   const correlationId = r.int32()
   const clientId = r.string(false)
-  const api = BY_KEY.get(apiKey)
+  const api = apiByKey(apiKey)
   // Tagged header fields exist only for APIs we know to be flexible at this version.
   if (api && isFlexible(api, apiVersion)) {
     const n = r.uvarint()
@@ -118,7 +120,7 @@ export function encodeResponse(api: ApiSchema, version: number, correlationId: n
 export function decodeRequest(frameWithSize: Uint8Array): { header: RequestHeader; api: ApiSchema | undefined; body: Message | undefined } {
   const frame = frameWithSize.subarray(4)
   const h = decodeRequestHeader(frame)
-  const api = BY_KEY.get(h.apiKey)
+  const api = apiByKey(h.apiKey)
   const body = api ? decodeRequestBody(api, h.apiVersion, frame, h.bodyOffset) : undefined
   const header: RequestHeader = { apiKey: h.apiKey, apiVersion: h.apiVersion, correlationId: h.correlationId, clientId: h.clientId }
   return { header, api, body }

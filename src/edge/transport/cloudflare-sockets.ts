@@ -1,5 +1,6 @@
 import { KafkaEdgeError, NetworkException, ProtocolError, SslAuthenticationException } from '../errors.js'
 import { FrameDecoder, looksLikeTlsRecord, plaintextToTlsError } from '../protocol/frame-decoder.js'
+import { installBrokerSecurity } from '../security.js'
 import type { BrokerAddress, Link, LinkHandlers, Transport } from './transport.js'
 
 /** The part of a `cloudflare:sockets` Socket this transport uses. */
@@ -54,6 +55,7 @@ function importConnect(): Promise<CloudflareConnect> {
  * request that opened it, so a producer that must outlive a request lives in a Durable Object.
  */
 export function cloudflareSockets(options: CloudflareSocketsOptions = {}): Transport {
+  installBrokerSecurity()
   return {
     name: 'cloudflare-sockets',
     // TLS is the producer's security.protocol (SSL / SASL_SSL); workerd verifies the broker against

@@ -2,6 +2,7 @@ import { connect as netConnect, isIP, type Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 import { NetworkException, ProtocolError, SslAuthenticationException } from '../errors.js'
 import { FrameDecoder, looksLikeTlsRecord, plaintextToTlsError } from '../protocol/frame-decoder.js'
+import { installBrokerSecurity } from '../security.js'
 import type { BrokerAddress, Link, LinkHandlers, TlsSettings, Transport } from './transport.js'
 
 export interface TcpOptions {
@@ -16,6 +17,7 @@ export interface TcpOptions {
  * and for Bun and Deno through their node:net / node:tls.
  */
 export function tcp(options: TcpOptions = {}): Transport {
+  installBrokerSecurity()
   return {
     name: 'tcp',
     tls: 'full',

@@ -27,7 +27,7 @@ export interface ProducerStamp {
   transactional: boolean
 }
 
-export const NO_PRODUCER: ProducerStamp = Object.freeze({
+export const NO_PRODUCER: ProducerStamp = /* @__PURE__ */ Object.freeze({
   producerId: -1n,
   producerEpoch: -1,
   baseSequence: -1,
