@@ -23,8 +23,10 @@ export default [
     //   the ssl/sasl value parsers (PEM, SASL extensions, mechanisms) moved there too (-0.3 kB).
     // What remains: transactions (producer/install.ts, about 6 kB; `npm run size:why` lists it) and the
     // idempotent producer itself (producer, sender, idempotence, accumulator, config, WASM loader, client,
-    // protocol). Measured 41.53 kB.
-    limit: '41.6 kB',
+    // protocol). Measured 41.53 kB; 42.87 kB with the per-partition checkpoint takeover
+    // (producer/takeover.ts: DescribeProducers asked again until max.block.ms, copies of relabelled
+    // records matched to their originals, about 1.3 kB).
+    limit: '42.9 kB',
   },
   {
     name: 'analytics SDK JS (kafka-edge/browser: createAnalytics, producer included)',
@@ -36,8 +38,9 @@ export default [
     // a TLS transport, so transactions, SASL and the TLS settings checks stay out. Measured 42.39 kB
     // before the cuts listed above (schemas -0.5 kB, error table -1 kB, TLS/SASL settings checks
     // -0.8 kB); now 39.99 kB, of which the SDK itself (analytics.ts, outbox.ts) is about 4 kB and the
-    // idempotent producer path the rest. `npm run size:why -- sdk` lists it by module.
-    limit: '40.1 kB',
+    // idempotent producer path the rest. `npm run size:why -- sdk` lists it by module. 41.4 kB with
+    // the per-partition checkpoint takeover (producer/takeover.ts, +1.3 kB).
+    limit: '41.45 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',
