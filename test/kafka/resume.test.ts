@@ -206,7 +206,7 @@ describe('resume from a checkpoint (Kafka 4.4)', () => {
       const b = createProducer({ bootstrapServers: expiring.bootstrap, transport: tcp(), checkpoint: store, lingerMs: 2 })
       await b.connect()
       expect(b.resumeOutcome).toMatchObject({ mode: 'relabelled', batches: cp.pending.length })
-      expect(b.resumeOutcome!.reason).toMatch(/no longer holds producer/)
+      expect(b.resumeOutcome!.reason).toMatch(/holds no state for producer/)
       await b.flush()
       expect(b.state.producerId).not.toBe(BigInt(cp.producerId))
       await waitFor(() => (store.saved!.pending.length === 0 ? true : null), { what: 'the relabelled batches to leave the checkpoint' })

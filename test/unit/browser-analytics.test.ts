@@ -4,7 +4,7 @@
 // Locks are a small in-process lock manager with the same grant order (IndexedDB, real locks and
 // real tabs: test/e2e/browser.test.ts, Chromium and Firefox through the real relay to Kafka).
 import { afterEach, describe, expect, it } from 'vitest'
-import { createAnalytics, OutboxFullError, WebStorageOutbox, type Analytics, type AnalyticsOptions, type LockManagerLike, type StorageLike } from '../../src/edge/browser/index.js'
+import { CheckpointConflictError, createAnalytics, OutboxFullError, WebStorageOutbox, type Analytics, type AnalyticsOptions, type LockManagerLike, type StorageLike } from '../../src/edge/browser/index.js'
 import { NetworkException } from '../../src/edge/errors.js'
 import type { BrokerAddress, Link, LinkHandlers, Transport } from '../../src/edge/transport/transport.js'
 import { ModelCluster } from '../sim/model-broker.js'
@@ -32,6 +32,27 @@ class Locks implements LockManagerLike {
       q.push(grant)
       options.signal?.addEventListener('abort', () => { const i = q.indexOf(grant); if (i >= 0) { q.splice(i, 1); reject(new Error('AbortError')) } })
     })
+  }
+}
+
+/** One lock the "browser" can take from its holder without telling it (a page being torn down). */
+class RevocableLocks implements LockManagerLike {
+  private holder: symbol | null = null
+  private readonly queue: Array<() => void> = []
+  request(_name: string, _options: { signal?: AbortSignal }, callback: () => Promise<void>): Promise<unknown> {
+    return new Promise((resolve) => {
+      const token = Symbol('holder')
+      const grant = () => { this.holder = token; void callback().finally(() => { if (this.holder === token) this.next(); resolve(undefined) }) }
+      if (this.holder === null) grant(); else this.queue.push(grant)
+    })
+  }
+
+  /** The next waiter gets the lock; the holder still runs and still thinks it holds it. */
+  revoke(): void { this.next() }
+
+  private next(): void {
+    this.holder = null
+    this.queue.shift()?.()
   }
 }
 
@@ -216,6 +237,45 @@ describe('browser analytics SDK: outbox and sender election', () => {
     await tabs[2]!.a.flush()
     expect(relay.values().map((v) => v.id).sort()).toEqual([...ids].sort())
     expect(tabs[1]!.a.stats().acked).toBe(1)
+  })
+
+  it('two senders at once (the browser let go of a closing page\'s lock while its script still ran): the checkpoint compare-and-swap lets one deliver each event, once', async () => {
+    for (const revokeAtSave of [1, 2, 3]) {
+      const relay = new FakeRelay()
+      const locks = new RevocableLocks()
+      const storage = new MapStorage()
+      // The browser releases the first tab's lock at its n-th checkpoint save: from then on both send.
+      let saves = 0
+      const setItem = storage.setItem.bind(storage)
+      storage.setItem = (k, v) => { setItem(k, v); if (k.endsWith(':cp') && ++saves === revokeAtSave) locks.revoke() }
+      const first = make(relay, storage, { locks })
+      const second = make(relay, storage, { locks })
+      const ids = await Promise.all(Array.from({ length: 300 }, (_, i) => first.a.track({ type: 'purchase', data: { i } })))
+      ids.push(...await Promise.all(Array.from({ length: 100 }, (_, i) => second.a.track({ type: 'view', data: { i } }))))
+      await until(async () => (await second.a.pending()) === 0 && relay.values().length >= ids.length, 10_000)
+      await new Promise((r) => setTimeout(r, 200))
+      const got = relay.values().map((v) => v.id)
+      expect(got.length, `revoked at save ${revokeAtSave}`).toBe(ids.length)
+      expect(new Set(got)).toEqual(new Set(ids))
+      // The lock moved to the second tab.
+      expect(second.a.stats().role).toBe('owner')
+      await Promise.all([first.a.close({ timeoutMs: 0 }), second.a.close({ timeoutMs: 0 })])
+    }
+  })
+
+  it('a checkpoint save fails without storing anything when another sender saved since, or took its events', async () => {
+    const store = new WebStorageOutbox(new MapStorage(), 'ns')
+    await store.add([{ id: 'a', topic: 't', key: null, value: '{}', timestamp: 1, type: 'x' }, { id: 'b', topic: 't', key: null, value: '{}', timestamp: 1, type: 'x' }], 10)
+    const [a, b] = await store.read(0, 10)
+    await store.save({ pending: [], writer: 'one.1' }, [a!.k!], null)
+    // Expected no checkpoint, found one.1; and event a is gone.
+    const err = await store.save({ pending: [], writer: 'two.1' }, [a!.k!, b!.k!], null).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(CheckpointConflictError)
+    expect((err as CheckpointConflictError).missing).toEqual([a!.k])
+    expect((await store.load())!.writer).toBe('one.1')
+    expect((await store.read(0, 10)).map((e) => e.id)).toEqual(['b'])
+    await store.save({ pending: [], writer: 'one.2' }, [b!.k!], 'one.1')
+    expect(await store.count()).toBe(0)
   })
 
   it('rejects invalid events at once and refuses to grow the outbox past maxOutboxEvents with OutboxFullError', async () => {

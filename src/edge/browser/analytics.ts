@@ -7,7 +7,7 @@ import { Produce, encodeRequest } from '../protocol/index.js'
 import type { Transport } from '../transport/transport.js'
 import { websocket, type WebSocketConstructor } from '../transport/websocket.js'
 import { bundledLz4Core, loadCore, readBatchRecords, type CoreSource } from '../wasm/core.js'
-import { IndexedDbOutbox, MemoryStorage, OutboxFullError, WebStorageOutbox, type Outbox, type OutboxEntry, type StorageLike } from './outbox.js'
+import { CheckpointConflictError, IndexedDbOutbox, MemoryStorage, OutboxFullError, WebStorageOutbox, checkpointWriter, type Outbox, type OutboxEntry, type StorageLike } from './outbox.js'
 
 export interface AnalyticsEvent {
   /** What happened: 1-100 characters of A-Z a-z 0-9 _ . : / - */
@@ -86,6 +86,8 @@ export interface AnalyticsStats {
   retries: number
   /** Page-hide beacons: Produce requests of the checkpoint's unacknowledged batches handed to fetch({ keepalive }). */
   beacons: number
+  /** Times this tab stopped sending because another sender had saved the checkpoint (two senders at once). */
+  conflicts: number
   /** 'owner': this tab sends for the origin; 'follower': another tab does. */
   role: 'owner' | 'follower'
   /** What this tab's producer did with the checkpoint it found on taking over: resumed the identity, or relabelled. */
@@ -122,14 +124,20 @@ export class Analytics {
   private role: 'owner' | 'follower' = 'follower'
   private unlock: (() => void) | null = null
   private producer: Producer | null = null
+  /** Which save wrote the checkpoint this sender last loaded or saved: its next save expects it still there. */
+  private cpWriter: string | null = null
+  private saves = 0
+  private readonly writerId = Math.random().toString(36).slice(2)
+  /** A save met another sender's: this tab steps down and waits for the lock again. */
+  private conflicted = false
   /** A producer being closed: the next one waits for it (one identity, one producer at a time). */
   private retiring: Promise<void> = Promise.resolve()
   private queue: Queued[] = []
   private storing: Promise<void> = Promise.resolve()
   /** Highest outbox key handed to the producer. */
   private lastKey = 0
-  /** Handed to the producer, not acknowledged, by event id. */
-  private readonly inflight = new Map<string, OutboxEntry>()
+  /** Events handed to the producer, by id; `gone`: another sender's checkpoint took them (a save conflict). */
+  private readonly inflight = new Map<string, OutboxEntry & { gone?: true }>()
   private readonly waiters = new Set<Waiter>()
   private readonly mine = new Set<string>()
   private decoded = new Set<string>()
@@ -147,7 +155,9 @@ export class Analytics {
   private retryAt = 0
   private closed = false
   private readonly listeners: Array<[string, (e: Event) => void]> = []
-  private readonly statsData = { tracked: 0, acked: 0, retries: 0, beacons: 0 }
+  private readonly statsData = { tracked: 0, acked: 0, retries: 0, beacons: 0, conflicts: 0 }
+  private readonly locks: LockManagerLike | null
+  private readonly ns: string
 
   constructor(options: AnalyticsOptions) {
     if (!options || typeof options.topic !== 'string' || !/^[a-zA-Z0-9._-]{1,249}$/.test(options.topic)) throw new KafkaEdgeError(`createAnalytics: topic must be a Kafka topic name, got ${JSON.stringify(options?.topic)}`)
@@ -162,13 +172,9 @@ export class Analytics {
     this.channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(ns) : null
     if (this.channel) this.channel.onmessage = (m: MessageEvent<Message>) => this.received(m.data)
     const locks = options.locks === undefined ? g.navigator?.locks : options.locks
-    if (locks) {
-      // Held until close() or until the page is gone (the browser releases it with the document,
-      // a crashed renderer included); the next tab waiting for it becomes the sender.
-      locks.request(ns, { signal: this.abort.signal }, () => new Promise<void>((resolve) => { this.unlock = resolve; this.own() })).catch(() => {})
-    } else {
-      this.own()
-    }
+    this.locks = locks ?? null
+    this.ns = ns
+    this.elect()
     this.listen()
   }
 
@@ -282,6 +288,38 @@ export class Analytics {
     }
   }
 
+  /**
+   * Queues for the origin's lock. It is held until close(), until the page is gone (the browser
+   * releases it with the document, a crashed renderer included), or until a save finds another
+   * sender's; the next tab waiting for it becomes the sender.
+   */
+  private elect(): void {
+    if (!this.locks) { this.own(); return }
+    this.locks.request(this.ns, { signal: this.abort.signal }, () => new Promise<void>((resolve) => { this.unlock = resolve; this.own() })).catch(() => {})
+  }
+
+  /**
+   * Another sender saved since this one loaded the checkpoint: it may be this tab's zombie
+   * predecessor, or this tab may be the zombie. Either way this tab stops sending, closes its producer
+   * and queues for the lock again; whoever holds the lock next loads the checkpoint as it now is.
+   */
+  private stepDown(producer: Producer): void {
+    this.conflicted = false
+    this.statsData.conflicts++
+    // A sender that saved after this one loaded this one's checkpoint and carries its batches: the
+    // events that left the outbox with them are that sender's to deliver now.
+    for (const e of this.inflight.values()) if (e.k === undefined) e.gone = true
+    if (this.producer === producer) this.producer = null
+    this.retiring = producer.close({ timeoutMs: 0 }).catch(() => {})
+    this.lastKey = 0
+    if (!this.locks) { this.backoff(); this.wake(0); return }
+    this.role = 'follower'
+    const unlock = this.unlock
+    this.unlock = null
+    unlock?.()
+    if (!this.closed) this.elect()
+  }
+
   /** This tab won the lock: it sends the origin's outbox, resuming the producer from its checkpoint. */
   private own(): void {
     if (this.closed) { this.unlock?.(); return }
@@ -387,7 +425,14 @@ export class Analytics {
       'delivery.timeout.ms': 2_147_483_647,
       wasm: this.wasm,
       ...o.producer,
-      checkpoint: { load: () => this.outbox.load<ProducerCheckpoint>(), save: (cp) => this.checkpoint(cp) } satisfies CheckpointStore,
+      checkpoint: {
+        load: async () => {
+          const cp = await this.outbox.load<ProducerCheckpoint>()
+          this.cpWriter = checkpointWriter(cp)
+          return cp
+        },
+        save: (cp) => this.checkpoint(cp),
+      } satisfies CheckpointStore,
     })
     return this.producer
   }
@@ -400,6 +445,7 @@ export class Analytics {
    */
   private async checkpoint(cp: ProducerCheckpoint): Promise<void> {
     const take: number[] = []
+    const taken: Array<[OutboxEntry & { gone?: true }, number]> = []
     const seen = new Set<string>()
     if (this.inflight.size > 0 && cp.pending.length > 0) {
       const core = await loadCore(this.wasm as CoreSource)
@@ -411,14 +457,25 @@ export class Analytics {
         if (this.decoded.has(stamp)) continue
         for (const r of readBatchRecords(core, b.bytes)) {
           const e = this.inflight.get((JSON.parse(utf8.decode(r.value!)) as { id: string }).id)
-          if (e?.k !== undefined) { take.push(e.k); delete e.k }
+          if (e?.k !== undefined) { take.push(e.k); taken.push([e, e.k]); delete e.k }
         }
       }
     }
-    this.decoded = seen
     if (this.ticket) cp.ticket = this.ticket
-    this.lastCp = cp
-    await this.outbox.save(cp, take)
+    const stored: ProducerCheckpoint & { writer: string } = { ...cp, writer: `${this.writerId}.${++this.saves}` }
+    try {
+      await this.outbox.save(stored, take, this.cpWriter)
+    } catch (err) {
+      // Nothing was stored: the events stay where they were, in this outbox's rows or (`missing`) in
+      // the other sender's checkpoint, which now carries them.
+      const missing = err instanceof CheckpointConflictError ? new Set(err.missing) : new Set<number>()
+      for (const [e, k] of taken) if (missing.has(k)) e.gone = true; else e.k = k
+      if (err instanceof CheckpointConflictError) this.conflicted = true
+      throw err
+    }
+    this.cpWriter = stored.writer
+    this.decoded = seen
+    this.lastCp = stored
   }
 
   private async pump(): Promise<void> {
@@ -492,9 +549,12 @@ export class Analytics {
    * A send failed for good (the producer gave up on its batch): the event goes back to the end of
    * the outbox, marked as a possible duplicate when the failed send may have reached the log.
    */
-  private failed(e: OutboxEntry, err: KafkaEdgeError, producer: Producer): void {
+  private failed(e: OutboxEntry & { gone?: true }, err: KafkaEdgeError, producer: Producer): void {
     this.inflight.delete(e.id)
     if (this.closed) return
+    if (this.conflicted && this.producer === producer) this.stepDown(producer)
+    // Another sender's checkpoint carries it: that sender delivers it (and broadcasts the ack).
+    if (e.gone) return
     this.statsData.retries++
     if (this.producer === producer && (producer.state.fatal || err.name === 'ClosedError')) {
       this.producer = null

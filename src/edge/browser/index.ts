@@ -7,4 +7,4 @@ export {
   Analytics, createAnalytics, OutboxFullError, type AnalyticsEvent, type AnalyticsOptions, type AnalyticsStats, type LockManagerLike,
 } from './analytics.js'
 export { POSSIBLE_DUPLICATE_HEADER } from '../producer/checkpoint.js'
-export { IndexedDbOutbox, MemoryStorage, WebStorageOutbox, type Outbox, type OutboxEntry, type StorageLike } from './outbox.js'
+export { CheckpointConflictError, IndexedDbOutbox, MemoryStorage, WebStorageOutbox, type Outbox, type OutboxEntry, type StorageLike } from './outbox.js'

@@ -23,12 +23,30 @@ export interface OutboxEntry {
   dup?: 1
 }
 
-/** What the outbox keeps of the producer checkpoint: opaque but for the encoded batches it carries. */
-export interface StoredCheckpoint { pending: Array<{ bytes: Uint8Array }> }
+/**
+ * What the outbox keeps of the producer checkpoint: opaque but for the encoded batches it carries and
+ * `writer`, which names the save that wrote it (compared by the next save).
+ */
+export interface StoredCheckpoint { pending: Array<{ bytes: Uint8Array }>; writer?: string }
 
 /** The outbox holds maxOutboxEvents events (or the browser's storage quota is used up). */
 export class OutboxFullError extends KafkaEdgeError {}
 nameClass(OutboxFullError, 'OutboxFullError')
+
+/**
+ * Another sender saved since this one last read the checkpoint, or took some of the events this save
+ * would take (`missing`): two tabs were sending at once (a browser can release a closing page's Web
+ * Lock while its script still runs). Nothing of this save was stored and its batches were not sent.
+ */
+export class CheckpointConflictError extends KafkaEdgeError {
+  constructor(readonly missing: readonly number[]) {
+    super(`another sender changed the checkpoint${missing.length ? ` and took ${missing.length} of these events` : ''}; this save was not stored`)
+  }
+}
+nameClass(CheckpointConflictError, 'CheckpointConflictError')
+
+/** Which save wrote a stored checkpoint (null: there is none). Checkpoints from before `writer` compare as one. */
+export const checkpointWriter = (cp: StoredCheckpoint | undefined): string | null => (cp ? cp.writer ?? '-' : null)
 
 export interface Outbox {
   /** Stores entries in order, assigning `k`; resolves once they are durable. Returns how many fitted under `max`. */
@@ -39,8 +57,12 @@ export interface Outbox {
   remove(keys: number[], add?: OutboxEntry[]): Promise<void>
   count(): Promise<number>
   load<C extends StoredCheckpoint>(): Promise<C | undefined>
-  /** Saves the producer checkpoint and removes the entries its batches carry, atomically. */
-  save(cp: StoredCheckpoint, remove: number[]): Promise<void>
+  /**
+   * Saves the producer checkpoint and removes the entries its batches carry, atomically, provided the
+   * stored checkpoint is still the one `expect` names (checkpointWriter) and every entry is still
+   * there; otherwise it stores nothing and rejects with CheckpointConflictError.
+   */
+  save(cp: StoredCheckpoint, remove: number[], expect: string | null): Promise<void>
 }
 
 const full = (cause?: unknown) => new OutboxFullError(
@@ -105,8 +127,11 @@ export class IndexedDbOutbox implements Outbox {
 
   load<C extends StoredCheckpoint>(): Promise<C | undefined> { return this.tx(['cp'], 'readonly', ([s]) => req(s!.get(1)) as Promise<C | undefined>) }
 
-  save(cp: StoredCheckpoint, remove: number[]): Promise<void> {
-    return this.tx(['e', 'cp'], 'readwrite', ([e, c]) => {
+  save(cp: StoredCheckpoint, remove: number[], expect: string | null): Promise<void> {
+    return this.tx(['e', 'cp'], 'readwrite', async ([e, c]) => {
+      const [current, ...present] = await Promise.all([req(c!.get(1)) as Promise<StoredCheckpoint | undefined>, ...remove.map((k) => req(e!.count(k)))])
+      const missing = remove.filter((_, i) => present[i] === 0)
+      if (checkpointWriter(current) !== expect || missing.length > 0) throw new CheckpointConflictError(missing)
       c!.put(cp, 1)
       for (const k of remove) e!.delete(k)
     })
@@ -122,7 +147,7 @@ export interface StorageLike {
   removeItem(key: string): void
 }
 
-/** Web Storage under a namespace: `${ns}:n` next key, `${ns}:e:${k}` entries, `${ns}:cp` the checkpoint. */
+/** Web Storage under a namespace: `${ns}:n` next key, `${ns}:e:${k}` entries, `${ns}:cp` the checkpoint, `${ns}:cpw` its writer. */
 export class WebStorageOutbox implements Outbox {
   constructor(private readonly storage: StorageLike, private readonly ns: string) {}
 
@@ -179,10 +204,15 @@ export class WebStorageOutbox implements Outbox {
       ? Uint8Array.from(atob((v as { b64: string }).b64), (c) => c.charCodeAt(0)) : v) as C
   }
 
-  async save(cp: StoredCheckpoint, remove: number[]): Promise<void> {
+  async save(cp: StoredCheckpoint, remove: number[], expect: string | null): Promise<void> {
+    const missing = remove.filter((k) => this.storage.getItem(`${this.ns}:e:${k}`) === null)
+    // The writer is kept beside the checkpoint too, so the check does not parse the whole checkpoint.
+    const current = this.storage.getItem(`${this.ns}:cp`) === null ? null : this.storage.getItem(`${this.ns}:cpw`) ?? '-'
+    if (current !== expect || missing.length > 0) throw new CheckpointConflictError(missing)
     try {
       this.storage.setItem(`${this.ns}:cp`, JSON.stringify(cp, (_, v: unknown) => v instanceof Uint8Array
         ? { b64: btoa(Array.from(v, (c) => String.fromCharCode(c)).join('')) } : v))
+      this.storage.setItem(`${this.ns}:cpw`, checkpointWriter(cp)!)
     } catch (err) {
       throw full(err)
     }
