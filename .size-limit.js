@@ -39,8 +39,9 @@ export default [
     // before the cuts listed above (schemas -0.5 kB, error table -1 kB, TLS/SASL settings checks
     // -0.8 kB); now 39.99 kB, of which the SDK itself (analytics.ts, outbox.ts) is about 4 kB and the
     // idempotent producer path the rest. `npm run size:why -- sdk` lists it by module. 41.4 kB with
-    // the per-partition checkpoint takeover (producer/takeover.ts, +1.3 kB).
-    limit: '41.45 kB',
+    // the per-partition checkpoint takeover (producer/takeover.ts, +1.3 kB); 41.9 kB with the
+    // compare-and-swap checkpoint saves (two senders at once, +0.45 kB).
+    limit: '41.95 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',

@@ -1,7 +1,6 @@
 import { KafkaEdgeError } from '../errors.js'
-import { POSSIBLE_DUPLICATE_HEADER, type CheckpointStore, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
+import { POSSIBLE_DUPLICATE_HEADER, pendingOrder, type CheckpointStore, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
 import { createProducer, type Producer, type ResumeOutcome } from '../producer/producer.js'
-import { pendingOrder } from '../producer/takeover.js'
 import type { ProducerSettings } from '../producer/config.js'
 import { Produce, encodeRequest } from '../protocol/index.js'
 import type { Transport } from '../transport/transport.js'

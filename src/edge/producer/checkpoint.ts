@@ -73,6 +73,12 @@ export function batchIdentity(bytes: Uint8Array): { producerId: bigint; epoch: n
   return { producerId: dv.getBigInt64(43), epoch: dv.getInt16(51), baseSequence: dv.getInt32(53), recordCount: dv.getInt32(57) }
 }
 
+/** Send order: per partition by epoch, then sequence (a local bump restarts sequences at 0 under the next epoch). */
+export function pendingOrder(a: PendingBatch, b: PendingBatch): number {
+  if (a.topic !== b.topic) return a.topic < b.topic ? -1 : 1
+  return a.partition - b.partition || batchIdentity(a.bytes).epoch - batchIdentity(b.bytes).epoch || a.baseSequence - b.baseSequence
+}
+
 const stampKey = (b: ProducerBatch): string => `${b.producerId}/${b.producerEpoch}/${b.baseSequence}`
 
 export interface CheckpointHead { producerId: bigint; epoch: number; nextSequence: ProducerCheckpoint['nextSequence'] }

@@ -183,9 +183,3 @@ export function matchCopies(core: Core, plan: ResumePlan, entries: readonly Rela
       })
     }
 }
-
-/** Send order: per partition by epoch, then sequence (a local bump restarts sequences at 0 under the next epoch). */
-export function pendingOrder(a: PendingBatch, b: PendingBatch): number {
-  if (a.topic !== b.topic) return a.topic < b.topic ? -1 : 1
-  return a.partition - b.partition || batchIdentity(a.bytes).epoch - batchIdentity(b.bytes).epoch || a.baseSequence - b.baseSequence
-}
