@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js'
 import { CheckpointException, markDelivery } from '../errors.js'
 import type { Log } from '../log.js'
-import type { ProducerBatch } from './producer-batch.js'
+import type { ProducerBatch, TopicPartition } from './producer-batch.js'
 import { NUM_BATCHES_TO_RETAIN } from './idempotence.js'
 
 /**
@@ -204,10 +204,12 @@ export class Checkpointer {
       throw markDelivery(new CheckpointException(`the checkpoint store refused the save (${(e as Error)?.message ?? String(e)}); ` +
         'the batches it should hold were not sent. Fix the store; the producer retries with the next batches', { cause: e }), false)
     }
+    const byTp = new Map<TopicPartition, ProducerBatch[]>()
+    for (const [b] of included) byTp.set(b.tp, [...(byTp.get(b.tp) ?? []), b])
     for (const [b, k] of included) {
       if (!this.tracked.has(b)) continue
       this.saved.set(b, k)
-      const older = included.filter(([o]) => o.tp === b.tp && o.producerId === b.producerId && o.producerEpoch < b.producerEpoch).map(([o]) => o)
+      const older = byTp.get(b.tp)!.filter((o) => o.producerId === b.producerId && o.producerEpoch < b.producerEpoch)
       if (older.length > 0) this.olderBeside.set(b, older)
       else this.olderBeside.delete(b)
     }
