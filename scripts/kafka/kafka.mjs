@@ -510,8 +510,8 @@ function listClusters() {
   try { return fs.readdirSync(CLUSTERS).filter((d) => fs.existsSync(path.join(CLUSTERS, d))) } catch { return [] }
 }
 
-async function chooseBasePort(name, nodes, explicit) {
-  const claimed = new Set()
+async function chooseBasePort(name, nodes, explicit, avoid = []) {
+  const claimed = new Set(avoid)
   for (const c of listClusters()) {
     if (c === name) continue
     const meta = readJson(path.join(clusterDir(c), 'ports.json'))
@@ -878,8 +878,24 @@ export async function up(opts = {}) {
       return existing
     }
     if (fs.existsSync(clusterDir(name))) { log(`cluster ${name} exists but is not healthy: recreating`); await downOne(name) }
+    // Every block lies in Linux's ephemeral port range, so a port found free can be taken by some
+    // outgoing connection before the broker binds it; a node that exits during startup is started
+    // again on another block (twice at most) before the failure is reported.
+    const avoid = []
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await create(await chooseBasePort(name, nodes, explicitBase, avoid))
+      } catch (e) {
+        if (explicitBase || attempt >= 3 || !/exited during startup/.test(String(e?.message))) throw e
+        log(`${String(e.message).split('\n')[0]}; starting cluster ${name} again on another port block`)
+        avoid.push(JSON.parse(fs.readFileSync(path.join(clusterDir(name), 'ports.json'), 'utf8')).basePort)
+        await downOne(name)
+      }
+    }
+  })
+
+  async function create(basePort) {
     const t0 = Date.now()
-    const basePort = await chooseBasePort(name, nodes, explicitBase)
     let clusterId
     do { clusterId = randomBytes(16).toString('base64url') } while (clusterId.startsWith('-'))
     const cfg = { nodes, sasl, tls, reauthMs, brokerProps, basePort, clusterId, tv, startedAt: new Date().toISOString() }
@@ -923,7 +939,7 @@ export async function up(opts = {}) {
     writeCluster(name, c)
     log(`cluster ${name} up in ${cfg.startupMs}ms (format ${tf - t0}ms, boot ${Date.now() - tf}ms): ${c.bootstrap}${c.saslBootstrap ? ` sasl ${c.saslBootstrap}` : ''}${c.sslBootstrap ? ` ssl ${c.sslBootstrap}` : ''}${c.saslSslBootstrap ? ` sasl_ssl ${c.saslSslBootstrap}` : ''}, transaction.version=${cfg.transactionVersion}`)
     return c
-  })
+  }
 }
 
 /** SIGTERM, then SIGKILL after graceMs (0: SIGKILL at once). Resolves true if it exited by itself. */
