@@ -46,6 +46,8 @@ export interface LoadResult {
   faults: string[]
   /** Per shard after the run: what its producer did with the checkpoint it found at start. */
   resumed: Array<{ mode: string; batches: number; records: number } | null>
+  /** Per shard, whether its producer had a producer id when wrangler dev was restarted (it had started sending). */
+  hadProducerAtRestart: boolean[]
 }
 
 const dec = new TextDecoder()
@@ -110,6 +112,7 @@ export async function runWorkerLoad(cluster: Cluster, o: LoadOptions): Promise<L
   }
 
   let brokerBack: Promise<void> = Promise.resolve()
+  const hadProducerAtRestart: boolean[] = []
   const faultScript = (async () => {
     let restarted = o.restartAt === undefined
     let killed = o.killBrokerAt === undefined
@@ -120,6 +123,8 @@ export async function runWorkerLoad(cluster: Cluster, o: LoadOptions): Promise<L
         restarted = true
         faults.push(`wrangler dev restarted at ${accepted.size} accepted`)
         log(faults.at(-1)!)
+        const before = await (await fetch(`${url}/healthz`)).json() as { shards: Array<{ producerId: string | null }> }
+        hadProducerAtRestart.push(...before.shards.map((x) => x.producerId !== null))
         await dev!.stop()
         dev = null
         dev = await startWrangler(vars, { port, state })
@@ -173,7 +178,7 @@ export async function runWorkerLoad(cluster: Cluster, o: LoadOptions): Promise<L
       missing: [...accepted].filter((id) => !seen.has(id)),
       unconfirmed: [...seen.keys()].filter((id) => !accepted.has(id) && attempted.has(id)).length,
       outOfOrderKeys: [...outOfOrder], labelled, postSeconds, drainSeconds, requests, retries,
-      acceptP50Ms: percentile(latencies, 0.5), acceptP99Ms: percentile(latencies, 0.99), faults, resumed: health.shards.map((s) => s.resumed),
+      acceptP50Ms: percentile(latencies, 0.5), acceptP99Ms: percentile(latencies, 0.99), faults, resumed: health.shards.map((s) => s.resumed), hadProducerAtRestart,
     }
   } finally {
     await dev?.stop()
