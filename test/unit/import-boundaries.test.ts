@@ -9,23 +9,24 @@ const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../sr
 
 interface Import { from: string; to: string; specifier: string }
 
+/** Every .ts source under src/ (declaration files aside), with its text. */
+function sourceFiles(dir = SRC): Array<{ file: string; text: string }> {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name)
+    if (e.isDirectory()) return sourceFiles(p)
+    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [{ file: p, text: fs.readFileSync(p, 'utf8') }] : []
+  })
+}
+
 function imports(): Import[] {
   const out: Import[] = []
-  const walk = (dir: string) => {
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-      const p = path.join(dir, e.name)
-      if (e.isDirectory()) walk(p)
-      else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
-        const text = fs.readFileSync(p, 'utf8')
-        for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)/g)) {
-          const specifier = (m[1] ?? m[2])!
-          const to = specifier.startsWith('.') ? path.relative(SRC, path.resolve(path.dirname(p), specifier)).replace(/\.js$/, '.ts') : specifier
-          out.push({ from: path.relative(SRC, p), to, specifier })
-        }
-      }
+  for (const { file: p, text } of sourceFiles()) {
+    for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)/g)) {
+      const specifier = (m[1] ?? m[2])!
+      const to = specifier.startsWith('.') ? path.relative(SRC, path.resolve(path.dirname(p), specifier)).replace(/\.js$/, '.ts') : specifier
+      out.push({ from: path.relative(SRC, p), to, specifier })
     }
   }
-  walk(SRC)
   return out
 }
 
@@ -80,23 +81,15 @@ describe('import boundaries', () => {
   it('package.json sideEffects lists every module whose loading changes another, and every module that imports one for that (bundlers drop the rest when unused)', () => {
     const listed = new Set((JSON.parse(fs.readFileSync(path.join(SRC, '../package.json'), 'utf8')) as { sideEffects: string[] }).sideEffects)
     const needed = new Set<string>()
-    const walk = (dir: string) => {
-      for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-        const p = path.join(dir, e.name)
-        if (e.isDirectory()) walk(p)
-        else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
-          const text = fs.readFileSync(p, 'utf8')
-          // Configures another module at load time, or imports one for its effect alone: Rollup (Vite)
-          // drops a bare import made by a module it was told has no side effects.
-          if (/^(setDefaultCoreSource\(|extensions\.\w+ =)/m.test(text)) needed.add(p)
-          for (const m of text.matchAll(/^import '(\.[^']+)'/gm)) {
-            needed.add(p)
-            needed.add(path.resolve(path.dirname(p), m[1]!).replace(/\.js$/, '.ts'))
-          }
-        }
+    for (const { file: p, text } of sourceFiles()) {
+      // Configures another module at load time, or imports one for its effect alone: Rollup (Vite)
+      // drops a bare import made by a module it was told has no side effects.
+      if (/^(setDefaultCoreSource\(|extensions\.\w+ =)/m.test(text)) needed.add(p)
+      for (const m of text.matchAll(/^import '(\.[^']+)'/gm)) {
+        needed.add(p)
+        needed.add(path.resolve(path.dirname(p), m[1]!).replace(/\.js$/, '.ts'))
       }
     }
-    walk(SRC)
     const sources = [...needed].map((f) => `./src/${path.relative(SRC, f)}`).sort()
     expect(sources).toEqual(['./src/edge/index.ts', './src/edge/inline.ts', './src/edge/producer/install.ts', './src/edge/worker/producer-object.ts', './src/edge/workerd.ts'])
     // The sources too: the repository's own bundles (wrangler's alias to src/edge/worker, the e2e pages) build from them.
