@@ -238,7 +238,9 @@ describe('idempotent producer on a real 3-node cluster under faults (RF 3, min.i
     const m = p.metrics()
     console.log(`(a) seed ${SEED}: ${sent.length} records in ${produceMs} ms; proxy ${JSON.stringify(proxy.counters)}; ` +
       `requests ${m['request-total']}, record retries ${m['record-retry-total']}, epoch bumps ${m['producer-epoch-bumps-total']}; ${summary(v)}`)
-    expect(proxy.counters.droppedProduce, 'the proxy lost Produce answers').toBeGreaterThanOrEqual(3)
+    // About one loss per 500 Produce requests: a loaded machine packs the records into fewer, larger
+    // requests (one CI run lost only 2), so the check is that losses happened, not how many.
+    expect(proxy.counters.droppedProduce, 'the proxy lost Produce answers').toBeGreaterThan(0)
     expect(proxy.counters.delayedResponses, 'the proxy delayed answers').toBeGreaterThan(0)
     // Each loss was of a request the broker had already appended: the retry must have been deduplicated.
     expect(m['record-retry-total'], 'lost answers made the producer retry').toBeGreaterThan(0)
