@@ -15,7 +15,7 @@ interface PageWindow {
   analytics: {
     flush(): Promise<void>
     pending(): Promise<number>
-    stats(): { tracked: number; acked: number; retries: number; beacons: number; role: 'owner' | 'follower'; resume?: { mode: string } }
+    stats(): { tracked: number; acked: number; retries: number; beacons: number; role: 'owner' | 'follower'; resume?: { mode: string; reason?: string } }
   }
 }
 
@@ -116,8 +116,15 @@ for (const { name, present } of BROWSERS) {
       await page.close()
       const next = await browser.newPage(url(topic))
       await waitFor(async () => (await next.evaluate(() => (window as unknown as PageWindow).analytics.pending())) === 0, { timeoutMs: 60_000, what: 'the outbox and checkpoint to empty' })
-      // what the first page had sent is resumed (or there was nothing to take over), never relabelled
-      expect(await next.evaluate(() => (window as unknown as PageWindow).analytics.stats().resume?.mode ?? 'none')).not.toBe('relabelled')
+      // What the first page had sent is resumed (or there was nothing to take over). Firefox may tear the
+      // page down before any of the batches the pagehide flush built reaches a leader (seen once in a
+      // full CI run): the leaders then hold no state for the producer, and the documented fallback
+      // (new records, labelled) applies. Chromium delivers them before the page goes: never relabelled.
+      const resume = await next.evaluate(() => (window as unknown as PageWindow).analytics.stats().resume ?? { mode: 'none' })
+      if (name === 'firefox' && resume.mode === 'relabelled') {
+        expect(resume.reason).toMatch(/holds no state for producer/)
+        console.log(`firefox: no batch of the closed page reached a leader; its events went out labelled (${resume.reason})`)
+      } else expect(resume.mode).not.toBe('relabelled')
       const byId = await readIds(cluster, topic, 500)
       const bad = exactlyOnce(byId, 'h', 500)
       const stats = JSON.stringify(await next.evaluate(() => (window as unknown as PageWindow).analytics.stats()))
