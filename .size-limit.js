@@ -29,10 +29,23 @@ export default [
     limit: '42.9 kB',
   },
   {
-    name: 'analytics SDK JS (kafka-edge/browser: createAnalytics, producer included)',
+    name: 'analytics SDK JS loaded with the page (kafka-edge/browser: createAnalytics; the sender loads on demand)',
     path: 'dist/edge/browser/index.js',
     import: '{ createAnalytics }',
     gzip: true,
+    // What every tab downloads and parses before track() works: the SDK, its outbox and the sender
+    // election. The producer side (browser/sender.ts) is an import() made only by the tab that wins
+    // the election, which bundlers ship as a separate chunk; the next entry counts it.
+    modifyEsbuildConfig: (config) => esm({ ...config, external: [...config.external ?? [], './sender.js'] }),
+    limit: '12 kB',
+  },
+  {
+    name: 'analytics SDK JS in the sending tab (the above plus the producer chunk)',
+    path: 'dist/edge/browser/index.js',
+    import: '{ createAnalytics }',
+    gzip: true,
+    // Bundled as one file (esbuild inlines the import() when it does not split), which is what the
+    // sending tab downloads in all.
     modifyEsbuildConfig: esm,
     // Issue #15 asks for 12 kB. This entry imports the producer without producer/install.ts and without
     // a TLS transport, so transactions, SASL and the TLS settings checks stay out. Measured 42.39 kB
@@ -40,8 +53,10 @@ export default [
     // -0.8 kB); now 39.99 kB, of which the SDK itself (analytics.ts, outbox.ts) is about 4 kB and the
     // idempotent producer path the rest. `npm run size:why -- sdk` lists it by module. 41.4 kB with
     // the per-partition checkpoint takeover (producer/takeover.ts, +1.3 kB); 41.9 kB with the
-    // compare-and-swap checkpoint saves (two senders at once, +0.45 kB).
-    limit: '41.95 kB',
+    // compare-and-swap checkpoint saves (two senders at once, +0.45 kB). 42.61 kB once the producer
+    // side became an import() (the entry above): inlined, each module reached only through it gets a
+    // lazy-init wrapper (+0.66 kB); split, the chunks total 43.1 kB.
+    limit: '42.65 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',

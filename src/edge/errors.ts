@@ -260,6 +260,13 @@ export function nameClass(cls: abstract new (...args: never[]) => unknown, name:
 }
 
 /**
+ * Header on records a producer re-sent under a new producer id because the broker may hold them
+ * already: the labelled side of honest delivery, as `mayHaveBeenWritten` is the failed side. It lives
+ * here, with no dependencies, so the browser SDK's page-load chunk can export it without the producer.
+ */
+export const POSSIBLE_DUPLICATE_HEADER = 'kafka-edge.possible-duplicate'
+
+/**
  * @internal
  * A send() that failed. `mayHaveBeenWritten` is true when the record was sent at least once and the
  * outcome was never confirmed (e.g. delivery.timeout.ms expired while a request was in flight).

@@ -7,7 +7,7 @@ import './producer/install.js'
 
 export { createProducer, Producer, type ProducerRecord, type RecordMetadata, type ProducerState, type ResumeOutcome } from './producer/producer.js'
 export {
-  memoryCheckpointStore, POSSIBLE_DUPLICATE_HEADER, type CheckpointStore, type ProducerCheckpoint, type PendingBatch,
+  memoryCheckpointStore, type CheckpointStore, type ProducerCheckpoint, type PendingBatch,
 } from './producer/checkpoint.js'
 export type {
   ProducerSettings, JavaProducerSettings, AnyProducerSettings, SecurityProtocol, ProducerObserver, ProduceRequestEvent, CoordinatorRequestEvent,

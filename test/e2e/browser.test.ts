@@ -74,6 +74,7 @@ for (const { name, present } of BROWSERS) {
       const topic = uniqueTopic(`tabs-${name}`)
       await createTopic(cluster, topic, { partitions: 2 })
       const tabs: Page[] = []
+      const senderLoads = site.requests('/sender-')
       for (let i = 0; i < 3; i++) tabs.push(await browser.newPage(url(topic)))
       const roles = await Promise.all(tabs.map((t) => t.evaluate(() => (window as unknown as PageWindow).analytics.stats().role)))
       expect(roles.filter((r) => r === 'owner')).toHaveLength(1)
@@ -89,6 +90,8 @@ for (const { name, present } of BROWSERS) {
       expect(stats.map((s) => s.errors)).toEqual([[], [], []])
       expect(stats.find((s) => s.role === 'owner')!.acked).toBe(300)
       expect(stats.filter((s) => s.role === 'follower').map((s) => s.acked)).toEqual([0, 0])
+      // only the sender tab fetched the producer chunk; the followers loaded the SDK's page part alone
+      expect(site.requests('/sender-') - senderLoads).toBe(1)
       // the owner closes: another tab takes the lock and sends what is tracked next
       const owner = roles.indexOf('owner')
       await tabs[owner]!.close()

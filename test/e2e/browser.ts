@@ -20,14 +20,19 @@ export const BROWSERS: Array<{ name: BrowserName; present: boolean }> = [{ name:
 
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 
-/** src/edge/browser bundled as one ES module; the WASM core stays a separate file (servePage serves it). */
-export async function bundleSdk(): Promise<string> {
+/**
+ * src/edge/browser bundled as an app would ship it: split at the SDK's import() of its sender, so the
+ * page loads /sdk.js and only the tab elected to send fetches the producer chunk. The WASM core stays
+ * a separate file (servePage serves it). Returns each output file's text by its URL path.
+ */
+export async function bundleSdk(): Promise<Record<string, string>> {
   const esbuild = await import('esbuild')
   const out = await esbuild.build({
     stdin: { contents: "export * from './src/edge/browser/index.ts'", resolveDir: ROOT, sourcefile: 'sdk-entry.ts', loader: 'ts' },
     bundle: true, format: 'esm', platform: 'browser', target: 'es2022', write: false, logLevel: 'silent',
+    splitting: true, outdir: '/', entryNames: 'sdk',
   })
-  return out.outputFiles[0]!.text
+  return Object.fromEntries(out.outputFiles.map((f) => [f.path, f.text]))
 }
 
 /**
@@ -68,14 +73,22 @@ setInterval(() => { const r = window.analytics.stats().resume; if (r && r.mode !
 window.ready = true
 </script></body></html>`
 
-export interface PageServer { origin: string; close(): Promise<void> }
+export interface PageServer {
+  origin: string
+  /** How many times a path was requested (no cache headers are sent, so every module load asks). */
+  requests(prefix: string): number
+  close(): Promise<void>
+}
 
-export async function servePage(sdk: string): Promise<PageServer> {
+export async function servePage(sdk: Record<string, string>): Promise<PageServer> {
+  const seen: string[] = []
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x')
+    seen.push(url.pathname)
     if (url.pathname === '/') { res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }); res.end(PAGE); return }
-    if (url.pathname === '/sdk.js') { res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }); res.end(sdk); return }
-    // Where the bundle's new URL('../../../build/core*.wasm', import.meta.url) lands from /sdk.js.
+    const js = sdk[url.pathname]
+    if (js !== undefined) { res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }); res.end(js); return }
+    // Where the bundle's new URL('../../../build/core*.wasm', import.meta.url) lands from a chunk at the root.
     const wasm = /^\/build\/(core(-lz4)?\.wasm)$/.exec(url.pathname)
     if (wasm) { res.writeHead(200, { 'content-type': 'application/wasm' }); res.end(readFileSync(path.join(ROOT, 'build', wasm[1]!))); return }
     res.writeHead(404); res.end()
@@ -84,6 +97,7 @@ export async function servePage(sdk: string): Promise<PageServer> {
   const port = (server.address() as { port: number }).port
   return {
     origin: `http://127.0.0.1:${port}`,
+    requests: (prefix) => seen.filter((p) => p.startsWith(prefix)).length,
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }),
   }
 }

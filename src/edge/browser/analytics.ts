@@ -1,12 +1,13 @@
-import { KafkaEdgeError } from '../errors.js'
-import { POSSIBLE_DUPLICATE_HEADER, pendingOrder, type CheckpointStore, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
-import { createProducer, type Producer, type ResumeOutcome } from '../producer/producer.js'
+import { KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER } from '../errors.js'
+import type { CheckpointStore, PendingBatch, ProducerCheckpoint } from '../producer/checkpoint.js'
+import type { Producer, ResumeOutcome } from '../producer/producer.js'
 import type { ProducerSettings } from '../producer/config.js'
-import { Produce, encodeRequest } from '../protocol/index.js'
 import type { Transport } from '../transport/transport.js'
-import { websocket, type WebSocketConstructor } from '../transport/websocket.js'
-import { bundledLz4Core, loadCore, readBatchRecords, type CoreSource } from '../wasm/core.js'
+import type { WebSocketConstructor } from '../transport/websocket.js'
+import type { CoreSource } from '../wasm/core.js'
 import { CheckpointConflictError, IndexedDbOutbox, MemoryStorage, OutboxFullError, WebStorageOutbox, checkpointWriter, type Outbox, type OutboxEntry, type StorageLike } from './outbox.js'
+
+type SenderModule = typeof import('./sender.js')
 
 export interface AnalyticsEvent {
   /** What happened: 1-100 characters of A-Z a-z 0-9 _ . : / - */
@@ -116,8 +117,11 @@ export class Analytics {
   readonly topic: string
   private readonly o: AnalyticsOptions
   private readonly outbox: Outbox
-  /** The producer's core; the SDK reads the checkpoint's batches with the same instance. */
-  private readonly wasm: CoreSource | Promise<CoreSource>
+  /** The producer's core (options.wasm, else the lz4-only build); the SDK reads the checkpoint's batches with the same instance. */
+  private wasm: CoreSource | Promise<CoreSource> | undefined
+  /** The producer side of the SDK (sender.ts), imported once this tab is elected to send; a failed load is tried again by the next send. */
+  private sender: Promise<SenderModule> | null = null
+  private s: SenderModule | null = null
   private readonly channel: BroadcastChannel | null
   private readonly abort = new AbortController()
   private role: 'owner' | 'follower' = 'follower'
@@ -163,7 +167,7 @@ export class Analytics {
     if (!options.transport && typeof options.relayUrl !== 'string') throw new KafkaEdgeError('createAnalytics: relayUrl is required (e.g. wss://relay.example/kafka)')
     this.o = options
     this.topic = options.topic
-    this.wasm = options.wasm ?? bundledLz4Core()
+    this.wasm = options.wasm
     const ns = options.namespace ?? `kafka-edge:${options.topic}`
     const g = globalThis as { indexedDB?: IDBFactory; localStorage?: StorageLike; navigator?: { locks?: LockManagerLike } }
     const s = options.storage ?? (g.indexedDB ? 'indexeddb' : g.localStorage ?? 'memory')
@@ -349,13 +353,14 @@ export class Analytics {
    */
   private beacon(): void {
     const p = this.producer
+    const s = this.s
     const cp = this.lastCp
     const url = this.o.beaconUrl === undefined ? `${this.o.relayUrl.replace(/^ws/, 'http')}/beacon` : this.o.beaconUrl
-    if (!p || !cp?.pending.length || url === null || this.o.transport || this.lastToken === undefined) return
+    if (!p || !s || !cp?.pending.length || url === null || this.o.transport || this.lastToken === undefined) return
     const rounds: Array<Map<string, PendingBatch[]>> = []
     const next = new Map<string, number>()
     // Batches whose records are being re-sent as new records never go out as they are again.
-    for (const b of cp.pending.filter((x) => !x.relabelled).sort(pendingOrder)) {
+    for (const b of cp.pending.filter((x) => !x.relabelled).sort(s.pendingOrder)) {
       const broker = p.cluster.brokers.get(p.cluster.leaderFor(b.topic, b.partition))
       if (!broker) continue
       const tp = `${b.topic}\0${b.partition}`
@@ -371,7 +376,7 @@ export class Analytics {
         const topicData = [...new Set(batches.map((b) => b.topic))].map((name) => ({
           name, partitionData: batches.filter((b) => b.topic === name).map((b) => ({ index: b.partition, records: b.bytes })),
         }))
-        const frame = encodeRequest(Produce, 9, 0, 'kafka-edge-beacon', { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData })
+        const frame = s.encodeRequest(s.Produce, 9, 0, 'kafka-edge-beacon', { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData })
         const head = new TextEncoder().encode(`${JSON.stringify({ token: this.lastToken, ticket: this.ticket, broker })}\n`)
         budget -= head.length + frame.length
         if (budget < 0) return
@@ -402,13 +407,15 @@ export class Analytics {
     // loads the checkpoint: two producers under one identity would stamp the same sequences.
     await this.retiring
     const o = this.o
+    const s = this.s ??= await (this.sender ??= import('./sender.js').catch((err: unknown) => { this.sender = null; throw err }))
+    this.wasm ??= s.bundledLz4Core()
     // A resumed producer id is accepted by a relay that never saw it (restarted, another instance)
     // on the relay's ticket, kept in the checkpoint beside the id.
     const saved = await this.outbox.load<ProducerCheckpoint>()
-    this.producer = createProducer({
+    this.producer = s.createProducer({
       // The relay connects bootstrap requests to its own brokers: any placeholder address works.
       'bootstrap.servers': 'relay:443',
-      transport: o.transport ?? websocket({
+      transport: o.transport ?? s.websocket({
         url: o.relayUrl,
         token: async () => (this.lastToken = typeof o.token === 'string' ? o.token : await o.token()),
         WebSocket: o.WebSocket,
@@ -447,14 +454,16 @@ export class Analytics {
     const taken: Array<[OutboxEntry & { gone?: true }, number]> = []
     const seen = new Set<string>()
     if (this.inflight.size > 0 && cp.pending.length > 0) {
-      const core = await loadCore(this.wasm as CoreSource)
+      // Saves come from the producer, so the sender module is loaded.
+      const s = this.s!
+      const core = await s.loadCore(this.wasm as CoreSource)
       for (const b of cp.pending) {
         // Producer id, epoch, base sequence and count (header bytes 43..61) name a batch; a batch
         // read at an earlier save has given up its events already.
         const stamp = `${b.bytes.subarray(43, 61).join()}`
         seen.add(stamp)
         if (this.decoded.has(stamp)) continue
-        for (const r of readBatchRecords(core, b.bytes)) {
+        for (const r of s.readBatchRecords(core, b.bytes)) {
           const e = this.inflight.get((JSON.parse(utf8.decode(r.value!)) as { id: string }).id)
           if (e?.k !== undefined) { take.push(e.k); taken.push([e, e.k]); delete e.k }
         }

@@ -6,5 +6,5 @@
 export {
   Analytics, createAnalytics, OutboxFullError, type AnalyticsEvent, type AnalyticsOptions, type AnalyticsStats, type LockManagerLike,
 } from './analytics.js'
-export { POSSIBLE_DUPLICATE_HEADER } from '../producer/checkpoint.js'
+export { POSSIBLE_DUPLICATE_HEADER } from '../errors.js'
 export { CheckpointConflictError, IndexedDbOutbox, MemoryStorage, WebStorageOutbox, type Outbox, type OutboxEntry, type StorageLike } from './outbox.js'

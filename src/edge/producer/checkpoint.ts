@@ -49,9 +49,6 @@ export interface CheckpointStore {
 /** How long a save that only drops settled batches waits for one the next batch needs. */
 export const REMOVAL_SAVE_DELAY_MS = 50
 
-/** Header on records a producer re-sent under a new producer id because the broker may hold them already. */
-export const POSSIBLE_DUPLICATE_HEADER = 'kafka-edge.possible-duplicate'
-
 export type MemoryCheckpointStore = CheckpointStore & { current: ProducerCheckpoint | undefined; saves: number }
 
 /** A checkpoint that keeps everything in memory (tests; a producer restarted inside one process). */

@@ -1,10 +1,10 @@
 import { Cluster } from '../client/cluster.js'
 import {
-  BufferExhaustedException, CheckpointException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, RecordTooLargeException, TimeoutException, markDelivery,
+  BufferExhaustedException, CheckpointException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER, RecordTooLargeException, TimeoutException, markDelivery,
 } from '../errors.js'
 import { RECORD_BATCH_HEADER_SIZE, loadCore, readBatchRecords, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
 import { errorInfo } from '../protocol/index.js'
-import { Checkpointer, POSSIBLE_DUPLICATE_HEADER, batchIdentity, pendingOrder, type PendingBatch, type ProducerCheckpoint } from './checkpoint.js'
+import { Checkpointer, batchIdentity, pendingOrder, type PendingBatch, type ProducerCheckpoint } from './checkpoint.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
 import { ProducerMetrics } from './metrics.js'

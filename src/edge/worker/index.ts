@@ -14,7 +14,7 @@ export { telemetryApp, shardOf, SHARD_PREFIX, type TelemetryAppOptions } from '.
 export { KafkaProducerObject, EVENT_ID_HEADER, DEFAULT_MAX_BACKLOG, type ProducedEvent, type FailedEvent } from './producer-object.js'
 export type { Env, DurableObjectState } from './env.js'
 export type { TelemetryLimits, TelemetryRecord } from './validate.js'
-export { POSSIBLE_DUPLICATE_HEADER } from '../producer/checkpoint.js'
+export { POSSIBLE_DUPLICATE_HEADER } from '../errors.js'
 
 /** The class name earlier versions bound (`class_name = "ProducerObject"`). */
 export class ProducerObject extends KafkaProducerObject {}
