@@ -1,6 +1,7 @@
 import { Cluster } from '../client/cluster.js'
 import {
-  BufferExhaustedException, CheckpointException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER, RecordTooLargeException, TimeoutException, markDelivery,
+  BufferExhaustedException, CheckpointException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER,
+  RecordTooLargeException, TimeoutException, markDelivery,
 } from '../errors.js'
 import { RECORD_BATCH_HEADER_SIZE, loadCore, readBatchRecords, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
 import { errorInfo } from '../protocol/index.js'
