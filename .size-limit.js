@@ -55,8 +55,9 @@ export default [
     // the per-partition checkpoint takeover (producer/takeover.ts, +1.3 kB); 41.9 kB with the
     // compare-and-swap checkpoint saves (two senders at once, +0.45 kB). 42.61 kB once the producer
     // side became an import() (the entry above): inlined, each module reached only through it gets a
-    // lazy-init wrapper (+0.66 kB); split, the chunks total 43.1 kB.
-    limit: '42.65 kB',
+    // lazy-init wrapper (+0.66 kB); split, the chunks total 43.1 kB. 42.66 kB with the page-hide
+    // beacon's batches in one ordered body per leader.
+    limit: '42.7 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',

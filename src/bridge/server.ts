@@ -315,10 +315,14 @@ class Relay implements Bridge {
   /**
    * A page's last Produce, sent with fetch({ keepalive: true }) while it goes away (docs/relay.md,
    * "Page-hide beacon"). Body: one line of JSON `{"token", "ticket"?, "broker"?}`, a newline, then
-   * one size-prefixed Produce request frame, 64 KiB at most (the browsers' keepalive budget). The
-   * checks are the WebSocket path's: Origin, token, ticket, then inspectRequest with this
-   * principal's producer-id bindings; only Produce passes. The answer is the broker's Produce
-   * response frame (the page is usually gone; a test reads it).
+   * one or more size-prefixed Produce request frames, 64 KiB at most (the browsers' keepalive
+   * budget). A partition takes one batch per request, so a page with several batches for a partition
+   * sends one frame per batch in sequence order; they go out one after another on one connection,
+   * each after the previous one's answer, because two beacons racing on two connections could bring
+   * the later sequence first and have it refused. The checks are the WebSocket path's, on every frame
+   * before any is sent: Origin, token, ticket, then inspectRequest with this principal's producer-id
+   * bindings; only Produce passes. The answer is the broker's Produce responses, size-prefixed, in
+   * order (the page is usually gone; a test reads them).
    */
   private async beacon(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const origin = req.headers.origin
@@ -341,9 +345,16 @@ class Relay implements Bridge {
     const nl = body.indexOf(10)
     let head: { token?: unknown; ticket?: unknown; broker?: unknown }
     try { head = JSON.parse(body.subarray(0, nl < 0 ? 0 : nl).toString('utf8')) as typeof head } catch { return reply(400, 'a beacon starts with one line of JSON: {"token", "ticket"?, "broker"?}', 'bad_frame') }
-    const frame = body.subarray(nl + 1)
-    const bad = checkMessage(frame)
-    if (bad) return reply(400, bad, 'bad_frame')
+    const frames: Buffer[] = []
+    for (let at = nl + 1; at < body.length;) {
+      const size = body.length - at >= 4 ? body.readInt32BE(at) : -1
+      const end = size < 0 ? body.length : Math.min(body.length, at + 4 + size)
+      const bad = checkMessage(body.subarray(at, end))
+      if (bad) return reply(400, bad, 'bad_frame')
+      frames.push(body.subarray(at, end))
+      at = end
+    }
+    if (frames.length === 0) return reply(400, 'a beacon carries at least one Produce request frame after its JSON line', 'bad_frame')
     const auth = typeof head.token === 'string' ? await this.authn.verify(head.token) : { ok: false as const, expired: false, reason: 'no token' }
     if (!auth.ok) return reply(401, auth.expired ? 'token expired' : `authentication failed: ${auth.reason}`, auth.expired ? 'token_expired' : 'unauthenticated')
     const principal = auth.claims.sub
@@ -361,9 +372,11 @@ class Relay implements Bridge {
       ownsProducerId: (pid) => this.bindings.holds(principal, pid),
       admitInitProducerId: () => false,
     }
-    const verdict = inspectRequest(frame.subarray(4), ctx)
-    if (!verdict.ok) return reply(403, verdict.reason, verdict.metric)
-    if (verdict.apiKey !== Produce.key || !verdict.expectResponse) return reply(403, 'a beacon carries one Produce request with acks 1 or -1', 'api')
+    for (const frame of frames) {
+      const verdict = inspectRequest(frame.subarray(4), ctx)
+      if (!verdict.ok) return reply(403, verdict.reason, verdict.metric)
+      if (verdict.apiKey !== Produce.key || !verdict.expectResponse) return reply(403, 'a beacon carries Produce requests with acks 1 or -1 only', 'api')
+    }
     const dest = await this.destinations.resolve(typeof head.broker === 'string' ? head.broker : null)
     if (!dest.ok) return reply(403, dest.reason, 'destination')
     let up: Awaited<ReturnType<typeof openUpstream>>
@@ -374,14 +387,32 @@ class Relay implements Bridge {
       return reply(502, upstreamCloseReason(e), null)
     }
     try {
-      const answer = await new Promise<Uint8Array>((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error('the broker did not answer the beacon in time')), this.cfg.limits.upstreamTimeoutMs)
-        up.socket.on('data', (chunk: Buffer) => { try { const f = up.decoder.push(chunk)[0]; if (f) { clearTimeout(t); resolve(f) } } catch (e) { clearTimeout(t); reject(e as Error) } })
+      // Each answer keeps its size prefix, so the reply is the responses' frames back to back.
+      const answers: Buffer[] = []
+      await new Promise<void>((resolve, reject) => {
+        let t: ReturnType<typeof setTimeout> | undefined
+        const next = (): void => {
+          clearTimeout(t)
+          if (answers.length >= frames.length) return resolve()
+          t = setTimeout(() => reject(new Error('the broker did not answer the beacon in time')), this.cfg.limits.upstreamTimeoutMs)
+          up.socket.write(frames[answers.length]!)
+        }
+        up.socket.on('data', (chunk: Buffer) => {
+          try {
+            for (const f of up.decoder.push(chunk)) {
+              const framed = Buffer.alloc(4 + f.length)
+              framed.writeInt32BE(f.length)
+              framed.set(f, 4)
+              answers.push(framed)
+              next()
+            }
+          } catch (e) { clearTimeout(t); reject(e as Error) }
+        })
         up.socket.once('close', () => { clearTimeout(t); reject(new Error('the broker closed the connection')) })
-        up.socket.write(frame)
+        next()
       })
       this.metrics.inc('kafka_edge_bridge_beacons_total')
-      reply(200, Buffer.from(answer), null)
+      reply(200, Buffer.concat(answers), null)
     } catch (e) {
       reply(502, (e as Error).message, null)
     } finally {

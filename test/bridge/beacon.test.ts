@@ -5,7 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import type { Bridge } from '../../src/bridge/index.js'
-import { createProducer, websocket, type ProducerCheckpoint } from '../../src/edge/index.js'
+import { createProducer, loadCore, websocket, type ProducerCheckpoint } from '../../src/edge/index.js'
+import { batchIdentity } from '../../src/edge/producer/checkpoint.js'
+import { restamp } from '../../src/edge/wasm/core.js'
 import { Produce, decodeResponse, encodeRequest } from '../../src/edge/protocol/index.js'
 import { createTopic, readTopic, uniqueTopic, type Cluster } from '../helpers/kafka.js'
 import { relayCluster, startRelay, token } from './helpers.js'
@@ -24,15 +26,21 @@ describe('relay: page-hide beacon route', () => {
     transactionalId: null, acks: -1, timeoutMs: 10_000,
     topicData: [{ name: t, partitionData: c.pending.map((b) => ({ index: b.partition, records: b.bytes })) }],
   })
-  const post = async (b: Bridge, head: Record<string, unknown>, frame: Uint8Array, origin: string | null = ORIGIN) => {
-    const body = Buffer.concat([Buffer.from(`${JSON.stringify(head)}\n`), frame])
+  const post = async (b: Bridge, head: Record<string, unknown>, frame: Uint8Array | Uint8Array[], origin: string | null = ORIGIN) => {
+    const body = Buffer.concat([Buffer.from(`${JSON.stringify(head)}\n`), ...[frame].flat()])
     const res = await fetch(`${b.httpUrl}/kafka/beacon`, { method: 'POST', body, headers: origin ? { origin } : {} })
     const bytes = new Uint8Array(await res.arrayBuffer())
     return { status: res.status, text: new TextDecoder().decode(bytes), bytes }
   }
+  /** Each Produce response of a beacon's reply (size-prefixed, back to back): its partitions' error codes. */
   const errorCodes = (bytes: Uint8Array) => {
-    const msg = decodeResponse(Produce, 9, bytes)
-    return (msg.responses as Array<{ partitionResponses: Array<{ errorCode: number }> }>).flatMap((r) => r.partitionResponses.map((p) => p.errorCode))
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    const answers: number[][] = []
+    for (let at = 0; at < bytes.length; at += 4 + dv.getInt32(at)) {
+      const msg = decodeResponse(Produce, 9, bytes.subarray(at + 4, at + 4 + dv.getInt32(at)))
+      answers.push((msg.responses as Array<{ partitionResponses: Array<{ errorCode: number }> }>).flatMap((r) => r.partitionResponses.map((p) => p.errorCode)))
+    }
+    return answers
   }
 
   beforeAll(async () => {
@@ -79,10 +87,10 @@ describe('relay: page-hide beacon route', () => {
   it('delivers the batch under its producer id and sequence; a second beacon of it is a duplicate, not a second copy', async () => {
     const first = await post(bridge, { token: token({ sub: 'page' }), broker }, frameOf(cp))
     expect(first.status).toBe(200)
-    expect(errorCodes(first.bytes)).toEqual([0])
+    expect(errorCodes(first.bytes)).toEqual([[0]])
     const again = await post(bridge, { token: token({ sub: 'page' }), broker }, frameOf(cp))
     expect(again.status).toBe(200)
-    expect(errorCodes(again.bytes)).toEqual([0]) // Kafka answers a duplicate with success and writes nothing
+    expect(errorCodes(again.bytes)).toEqual([[0]]) // Kafka answers a duplicate with success and writes nothing
     const records = await readTopic(cluster, topic, { isolation: 'read_uncommitted' })
     expect(records.map((r) => new TextDecoder().decode(r.value!))).toEqual(['v1', 'v2', 'v3'])
   })
@@ -93,11 +101,32 @@ describe('relay: page-hide beacon route', () => {
       expect((await post(restarted, { token: token({ sub: 'page' }), broker }, frameOf(cp))).status).toBe(403)
       const withTicket = await post(restarted, { token: token({ sub: 'page' }), broker, ticket }, frameOf(cp))
       expect(withTicket.status).toBe(200)
-      expect(errorCodes(withTicket.bytes)).toEqual([0])
+      expect(errorCodes(withTicket.bytes)).toEqual([[0]])
       expect((await post(restarted, { token: token({ sub: 'mallory' }), broker, ticket }, frameOf(cp))).status).toBe(403)
     } finally {
       await restarted.close()
     }
     expect(await readTopic(cluster, topic, { isolation: 'read_uncommitted' })).toHaveLength(3)
+  })
+
+  it('several batches of one partition in one beacon go out in sequence order, each after the previous answer; a bad frame among them sends none', async () => {
+    const core = await loadCore()
+    const { producerId, epoch } = batchIdentity(cp.pending[0]!.bytes)
+    // Sequences 3 and 6 follow the 0..2 the tests above wrote: copies of the batch restamped.
+    const batchAt = (baseSequence: number): ProducerCheckpoint => {
+      const bytes = cp.pending[0]!.bytes.slice()
+      restamp(core, bytes, { producerId, producerEpoch: epoch, baseSequence, transactional: false })
+      return { ...cp, pending: [{ ...cp.pending[0]!, bytes, baseSequence }] }
+    }
+    const [second, third] = [frameOf(batchAt(3)), frameOf(batchAt(6))]
+    const truncated = second.subarray(0, second.length - 1)
+    expect((await post(bridge, { token: token({ sub: 'page' }), broker }, [second, truncated])).status).toBe(400)
+    expect(await readTopic(cluster, topic, { isolation: 'read_uncommitted' })).toHaveLength(3)
+    const both = await post(bridge, { token: token({ sub: 'page' }), broker }, [second, third])
+    expect(both.status).toBe(200)
+    // Sequence 6 sent before 3 had been written would be OUT_OF_ORDER_SEQUENCE_NUMBER (45).
+    expect(errorCodes(both.bytes)).toEqual([[0], [0]])
+    const records = await readTopic(cluster, topic, { isolation: 'read_uncommitted' })
+    expect(records.map((r) => new TextDecoder().decode(r.value!))).toEqual(['v1', 'v2', 'v3', 'v1', 'v2', 'v3', 'v1', 'v2', 'v3'])
   })
 })

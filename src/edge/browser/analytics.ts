@@ -348,8 +348,9 @@ export class Analytics {
    * producer id, epoch and sequences), to the relay's HTTP route with fetch({ keepalive: true }),
    * which outlives the page. A batch that already arrived is answered as a duplicate; whatever the
    * beacon does not deliver, the next page load resends from the checkpoint. Kafka takes one batch
-   * per partition per request, so the k-th batch of every partition goes in the k-th request (per
-   * leader); requests stop at the browsers' 64 KiB keepalive budget.
+   * per partition per request, so the k-th batch of every partition goes in the k-th Produce request
+   * to its leader; a leader's requests travel in one body, in order, and the bodies together stop at
+   * the browsers' 64 KiB keepalive budget.
    */
   private beacon(): void {
     const p = this.producer
@@ -370,22 +371,27 @@ export class Analytics {
       const round = rounds[k] ??= new Map()
       round.set(to, [...round.get(to) ?? [], b])
     }
+    // One request per leader carrying its rounds in order: the relay sends them one after another on
+    // one connection, so a partition's later batch never reaches the broker before its earlier one.
+    const bodies = new Map<string, Uint8Array[]>()
     let budget = 64 * 1024
-    for (const round of rounds) {
+    fill: for (const round of rounds) {
       for (const [broker, batches] of round) {
         const topicData = [...new Set(batches.map((b) => b.topic))].map((name) => ({
           name, partitionData: batches.filter((b) => b.topic === name).map((b) => ({ index: b.partition, records: b.bytes })),
         }))
         const frame = s.encodeRequest(s.Produce, 9, 0, 'kafka-edge-beacon', { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData })
-        const head = new TextEncoder().encode(`${JSON.stringify({ token: this.lastToken, ticket: this.ticket, broker })}\n`)
-        budget -= head.length + frame.length
-        if (budget < 0) return
-        const body = new Uint8Array(head.length + frame.length)
-        body.set(head)
-        body.set(frame, head.length)
-        fetch(url, { method: 'POST', body, keepalive: true, mode: 'no-cors' }).catch(() => {})
-        this.statsData.beacons++
+        const parts = bodies.get(broker) ?? [new TextEncoder().encode(`${JSON.stringify({ token: this.lastToken, ticket: this.ticket, broker })}\n`)]
+        budget -= frame.length + (parts.length === 1 ? parts[0]!.length : 0)
+        if (budget < 0) break fill
+        parts.push(frame)
+        bodies.set(broker, parts)
       }
+    }
+    for (const parts of bodies.values()) {
+      if (parts.length < 2) continue
+      fetch(url, { method: 'POST', body: new Blob(parts as BlobPart[]), keepalive: true, mode: 'no-cors' }).catch(() => {})
+      this.statsData.beacons++
     }
   }
 
