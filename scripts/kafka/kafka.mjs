@@ -1060,14 +1060,31 @@ export async function restartNode(name, id, { timeoutMs = 90000 } = {}) {
     if (isAlive(old)) { log(`node ${id} still running (pid ${old}); stopping it first`); finishCds(n.dir, await stopPid(old, 10000)) }
     else finishCds(n.dir, false)
     const t0 = Date.now()
-    const pid = launchNode(name, n.id)
-    n.pid = pid
-    writeCluster(name, c)
-    // wait until every running node (not killed, not SIGSTOPped) serves and lists the running set
-    const running = c.nodes.filter((x) => x.id === n.id || (isAlive(nodePid(name, x.id)) && procState(nodePid(name, x.id)) !== 'T')).map((x) => x.id)
-    await waitServing(name, { basePort: c.basePort }, running, { timeoutMs })
-    log(`node ${id} of ${name} restarted (pid ${pid}) and serving in ${Date.now() - t0}ms`)
-    return { id: n.id, pid, ms: Date.now() - t0 }
+    // While the node was down, a client's outgoing connection can take one of its ports as its local
+    // (ephemeral) port, and the restart then fails to bind. The node must keep its address, so wait
+    // for the port to come free (that connection ends) and start it again.
+    for (let attempt = 1; ; attempt++) {
+      const pid = launchNode(name, n.id)
+      n.pid = pid
+      writeCluster(name, c)
+      // wait until every running node (not killed, not SIGSTOPped) serves and lists the running set
+      const running = c.nodes.filter((x) => x.id === n.id || (isAlive(nodePid(name, x.id)) && procState(nodePid(name, x.id)) !== 'T')).map((x) => x.id)
+      try {
+        await waitServing(name, { basePort: c.basePort }, running, { timeoutMs })
+      } catch (e) {
+        const bind = /exited during startup/.test(String(e?.message)) && /Address already in use/.test(tail(path.join(nodeDir(name, n.id), 'logs', 'server.log'), 300))
+        if (!bind || attempt >= 4) throw e
+        const own = Object.values(ports(c.basePort, n.id))
+        log(`node ${id} of ${name} could not bind one of ports ${own.join(', ')} (attempt ${attempt}); waiting for it to come free`)
+        for (const deadline = Date.now() + 30000; Date.now() < deadline;) {
+          if ((await Promise.all(own.map(portFree))).every(Boolean)) break
+          await new Promise((r) => setTimeout(r, 250))
+        }
+        continue
+      }
+      log(`node ${id} of ${name} restarted (pid ${pid}) and serving in ${Date.now() - t0}ms`)
+      return { id: n.id, pid, ms: Date.now() - t0 }
+    }
   })
 }
 

@@ -1,5 +1,6 @@
 // The harness itself, against real Apache Kafka 4.4 (KRaft) and the Java clients only: no kafka-edge
 // code is involved, so a failure here is a harness (or environment) problem.
+import * as net from 'node:net'
 import { describe, it, expect, beforeAll } from 'vitest'
 import * as harness from '../../scripts/kafka/kafka.mjs'
 import {
@@ -145,6 +146,31 @@ describe('3-node cluster', () => {
     const copies = await dumpBatches(c, topic, { from: 'all' })
     expect(new Set(copies.map((b) => b.node))).toEqual(new Set([1, 2, 3]))
     for (const id of [1, 2, 3]) expect(copies.filter((b) => b.node === id).map((b) => b.crc)).toEqual(copies.filter((b) => b.node === next).map((b) => b.crc))
+  })
+})
+
+describe('restart of a node whose port a client took while it was down', () => {
+  it('waits for the port to come free and keeps the node\'s address', async () => {
+    const c = await ensureCluster({ name: 'harness-rebind' })
+    const port = c.nodes[0]!.port
+    await killNode(c, 1)
+    // Stands in for a client connection that got the node's port as its local port meanwhile.
+    // (The killed process may hold its listening socket for a moment yet.)
+    const squatter = await waitFor(() => new Promise<net.Server | null>((resolve) => {
+      // Whatever connects to it (the restarting node's own clients) is dropped, so close() can finish.
+      const srv = net.createServer((sock) => sock.destroy())
+      srv.once('error', () => resolve(null))
+      srv.listen(port, '127.0.0.1', () => resolve(srv))
+    }), { timeoutMs: 10_000, intervalMs: 100, what: `port ${port} to be free after the kill` })
+    const restarted = restartNode(c, 1)
+    let done = false
+    void restarted.then(() => { done = true }, () => { done = true })
+    await new Promise((r) => setTimeout(r, 4000))
+    expect(done).toBe(false) // the first start failed to bind; the harness waits
+    await new Promise<void>((r) => squatter.close(() => r()))
+    await restarted
+    expect(c.nodes[0]!.port).toBe(port)
+    expect((await probeNode(c)).brokers.map((b) => b.id)).toEqual([1])
   })
 })
 
