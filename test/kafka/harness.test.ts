@@ -165,7 +165,8 @@ describe('restart of a node whose port a client took while it was down', () => {
     const restarted = restartNode(c, 1)
     let done = false
     void restarted.then(() => { done = true }, () => { done = true })
-    await new Promise((r) => setTimeout(r, 4000))
+    // A start takes about 2 s here; the squatter stays long enough for the first to fail on the port.
+    await new Promise((r) => setTimeout(r, 8000))
     expect(done).toBe(false) // the first start failed to bind; the harness waits
     await new Promise<void>((r) => squatter.close(() => r()))
     await restarted
