@@ -56,8 +56,9 @@ export default [
     // compare-and-swap checkpoint saves (two senders at once, +0.45 kB). 42.61 kB once the producer
     // side became an import() (the entry above): inlined, each module reached only through it gets a
     // lazy-init wrapper (+0.66 kB); split, the chunks total 43.1 kB. 42.66 kB with the page-hide
-    // beacon's batches in one ordered body per leader.
-    limit: '42.7 kB',
+    // beacon's batches in one ordered body per leader; 42.73 kB when the save that follows a hide
+    // sends the batches the hide's flush built by beacon too.
+    limit: '42.75 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',

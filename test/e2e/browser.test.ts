@@ -202,6 +202,39 @@ for (const { name, present } of BROWSERS) {
       }
     })
 
+    it('page hide with events still in the outbox and the WebSocket stalled: the batches the hide\'s flush builds go out by beacon once saved', async () => {
+      const topic = uniqueTopic(`hideflush-${name}`)
+      await createTopic(cluster, topic, { partitions: 2 })
+      const sw = await NetSwitch.start(relay.port)
+      try {
+        const q = { relay: `ws://127.0.0.1:${sw.port}/kafka`, beacon: `http://127.0.0.1:${relay.port}/kafka/beacon` }
+        // A long batching window: the events wait in the outbox until the hide.
+        const page = await browser.newPage(url(topic, { ...q, flushMs: '60000' }))
+        expect(await page.evaluate(async () => { const e = await (window as unknown as PageWindow).track(0, 1, 'f'); await (window as unknown as PageWindow).analytics.flush(); return e })).toEqual([])
+        sw.stall()
+        expect(await page.evaluate(() => (window as unknown as PageWindow).track(1, 100, 'f'))).toEqual([])
+        // The beacon at the hide finds no unacknowledged batch; the flush the hide starts saves some,
+        // and that save sends them by beacon, since the stalled WebSocket carries nothing.
+        await page.evaluate(() => window.dispatchEvent(new Event('pagehide')))
+        const total = async () => Object.values(await endOffsets(cluster, topic)).reduce((x, y) => x + y, 0)
+        await waitFor(async () => (await total()) === 100, { what: 'the 99 events by beacon', timeoutMs: 15_000 })
+        expect((await page.evaluate(() => (window as unknown as PageWindow).analytics.stats())).beacons).toBeGreaterThan(0)
+        await page.close()
+        sw.offline()
+        sw.online()
+        const next = await browser.newPage(url(topic, q))
+        await waitFor(async () => (await next.evaluate(() => (window as unknown as PageWindow).analytics.pending())) === 0, { timeoutMs: 60_000, what: 'the checkpoint to empty' })
+        // the beacon wrote them: the takeover finds them in the log
+        expect(await next.evaluate(() => (window as unknown as PageWindow).analytics.stats().resume?.mode)).toBe('resumed')
+        await next.close()
+        const after = await readIds(cluster, topic, 100)
+        expect(exactlyOnce(after, 'f', 100)).toEqual([])
+        expect(after.size).toBe(100)
+      } finally {
+        await sw.close()
+      }
+    })
+
     it('expiry: a page that comes back after producer.id.expiration.ms delivers its checkpoint under a new id, copies labelled, nothing lost', async () => {
       // The same broker settings as test/kafka/resume.test.ts, so a full run starts this cluster once.
       const expiring = await ensureCluster({ name: 'pid-expiry', brokerProps: { 'producer.id.expiration.ms': 5000, 'producer.id.expiration.check.interval.ms': 1000 } })

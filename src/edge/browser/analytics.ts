@@ -9,6 +9,9 @@ import { CheckpointConflictError, IndexedDbOutbox, MemoryStorage, OutboxFullErro
 
 type SenderModule = typeof import('./sender.js')
 
+/** Producer id, epoch, base sequence and count (header bytes 43..61): what names a batch. */
+const stampOf = (b: PendingBatch): string => `${b.bytes.subarray(43, 61).join()}`
+
 export interface AnalyticsEvent {
   /** What happened: 1-100 characters of A-Z a-z 0-9 _ . : / - */
   type: string
@@ -148,6 +151,8 @@ export class Analytics {
   private ticket: string | undefined
   /** The last checkpoint saved and the last token used: what a page-hide beacon is made of (it cannot wait for either). */
   private lastCp: ProducerCheckpoint | undefined
+  /** The page hid: the next save that adds batches (the flush the hide started) sends them by beacon too. */
+  private hidBeforeSave = false
   private lastToken: string | undefined
   private ackedIds: string[] = []
   private ackedKeys: number[] = []
@@ -338,8 +343,9 @@ export class Analytics {
     this.o.lifecycle = target
     // The page may be going away: send what waits now instead of at the end of the batching window.
     const now = () => { this.retryAt = 0; this.backoffMs = 0; this.wake(0) }
-    on('pagehide', () => { this.beacon(); now() })
-    on('visibilitychange', () => { if (!doc || doc.visibilityState === 'hidden') { this.beacon(); now() } })
+    const hide = () => { this.hidBeforeSave = true; this.beacon(); now() }
+    on('pagehide', hide)
+    on('visibilitychange', () => { if (!doc || doc.visibilityState === 'hidden') hide(); else this.hidBeforeSave = false })
     on('online', now)
   }
 
@@ -464,9 +470,8 @@ export class Analytics {
       const s = this.s!
       const core = await s.loadCore(this.wasm as CoreSource)
       for (const b of cp.pending) {
-        // Producer id, epoch, base sequence and count (header bytes 43..61) name a batch; a batch
-        // read at an earlier save has given up its events already.
-        const stamp = `${b.bytes.subarray(43, 61).join()}`
+        // A batch read at an earlier save has given up its events already.
+        const stamp = stampOf(b)
         seen.add(stamp)
         if (this.decoded.has(stamp)) continue
         for (const r of s.readBatchRecords(core, b.bytes)) {
@@ -476,6 +481,7 @@ export class Analytics {
       }
     }
     if (this.ticket) cp.ticket = this.ticket
+    const before = new Set(this.lastCp?.pending.map(stampOf))
     const stored: ProducerCheckpoint & { writer: string } = { ...cp, writer: `${this.writerId}.${++this.saves}` }
     try {
       await this.outbox.save(stored, take, this.cpWriter)
@@ -490,6 +496,12 @@ export class Analytics {
     this.cpWriter = stored.writer
     this.decoded = seen
     this.lastCp = stored
+    // The batches the hide's flush built may never leave on the WebSocket before the page goes; a
+    // keepalive fetch outlives it (the beacon at the hide itself found only the older batches).
+    if (this.hidBeforeSave && stored.pending.some((b) => !before.has(stampOf(b)))) {
+      this.hidBeforeSave = false
+      this.beacon()
+    }
   }
 
   private async pump(): Promise<void> {
