@@ -17,7 +17,10 @@ it('stores while Kafka is away, refuses past MAX_BACKLOG with 429 + Retry-After,
   // A cluster on a fixed port block that is not started yet: the Worker points at where it will be.
   const name = 'worker-late'
   await stopCluster(name).catch(() => {})
-  const basePort = 46_100 + (process.pid % 40) * 100
+  // Below Linux's ephemeral range (32768-60999): while the cluster is not up, a client's outgoing
+  // connection could otherwise take one of its ports as its local port (a CI run lost the block's
+  // controller port that way), and the late start would fail.
+  const basePort = 22_100 + (process.pid % 40) * 100
   const topic = uniqueTopic('telemetry-bp')
   dev = await startWrangler({ KAFKA_BOOTSTRAP: `127.0.0.1:${basePort}`, TELEMETRY_TOPIC: topic, MAX_BACKLOG: '50' })
   const batch = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ type: 'bp', id: `bp-${from + i}`, key: `k${(from + i) % 3}` }))
