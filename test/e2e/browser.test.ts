@@ -136,17 +136,44 @@ for (const { name, present } of BROWSERS) {
       await next.close()
     })
 
-    it('page hide with the WebSocket stalled: the beacon (fetch keepalive to the relay) delivers the checkpointed batches; the next load\'s resend of them is a duplicate', async () => {
-      const topic = uniqueTopic(`beacon-${name}`)
+    /**
+     * A page reached through a switch that stalls its WebSocket: event 0 is acknowledged, then the
+     * socket stalls and events 1..events-1 are tracked. The beacon goes straight to the relay.
+     */
+    const stalledPage = async (prefix: string, events: number, flushMs: string) => {
+      const topic = uniqueTopic(`${prefix}-${name}`)
       await createTopic(cluster, topic, { partitions: 2 })
       const sw = await NetSwitch.start(relay.port)
+      const q = { relay: `ws://127.0.0.1:${sw.port}/kafka`, beacon: `http://127.0.0.1:${relay.port}/kafka/beacon` }
+      const page = await browser.newPage(url(topic, { ...q, flushMs }))
+      const id = prefix[0]!
+      expect(await page.evaluate(async (p) => {
+        const w = window as unknown as PageWindow
+        const e = await w.track(0, 1, p)
+        await w.analytics.flush()
+        return e
+      }, id)).toEqual([])
+      sw.stall()
+      expect(await page.evaluate((n, p) => (window as unknown as PageWindow).track(1, n, p), events, id)).toEqual([])
+      const total = async () => Object.values(await endOffsets(cluster, topic)).reduce((x, y) => x + y, 0)
+      return { topic, sw, q, page, total }
+    }
+
+    /** Closes the page, cuts and restores the switch, and loads the page again until its checkpoint is empty. */
+    const nextLoadDrains = async (s: Awaited<ReturnType<typeof stalledPage>>) => {
+      await s.page.close()
+      s.sw.offline()
+      s.sw.online()
+      const next = await browser.newPage(url(s.topic, s.q))
+      await waitFor(async () => (await next.evaluate(() => (window as unknown as PageWindow).analytics.pending())) === 0, { timeoutMs: 60_000, what: 'the checkpoint to empty' })
+      return next
+    }
+
+    it('page hide with the WebSocket stalled: the beacon (fetch keepalive to the relay) delivers the checkpointed batches; the next load\'s resend of them is a duplicate', async () => {
+      // connected, producer id issued, event 0 acknowledged; then 199 events on a stalled socket
+      const stalled = await stalledPage('beacon', 200, '50')
+      const { topic, page, total } = stalled
       try {
-        const q = { relay: `ws://127.0.0.1:${sw.port}/kafka`, beacon: `http://127.0.0.1:${relay.port}/kafka/beacon` }
-        const page = await browser.newPage(url(topic, { ...q, flushMs: '50' }))
-        // connected, producer id issued, event 0 acknowledged
-        expect(await page.evaluate(async () => { const e = await (window as unknown as PageWindow).track(0, 1, 'b'); await (window as unknown as PageWindow).analytics.flush(); return e })).toEqual([])
-        sw.stall()
-        expect(await page.evaluate(() => (window as unknown as PageWindow).track(1, 200, 'b'))).toEqual([])
         // events move from the outbox into checkpointed batches, which go out on the stalled socket
         const checkpointed = () => page.evaluate(() => new Promise<number>((resolve) => {
           const r = indexedDB.open(`kafka-edge:${new URLSearchParams(location.search).get('topic')}`)
@@ -167,8 +194,7 @@ for (const { name, present } of BROWSERS) {
         // page down is its own best effort (Chromium missed it about once in six runs on a loaded machine).
         await page.evaluate(() => window.dispatchEvent(new Event('pagehide')))
         expect((await page.evaluate(() => (window as unknown as PageWindow).analytics.stats())).beacons).toBeGreaterThan(0)
-        // only the beacon can have written them: the WebSocket carries nothing
-        const total = async () => Object.values(await endOffsets(cluster, topic)).reduce((x, y) => x + y, 0)
+        // Only the beacon can have written them: the WebSocket carries nothing.
         // A leader's batches travel in one beacon, in sequence order, so the beacon writes all of them
         // or (the browser never sent it) none: a part would mean they reached the broker out of order
         // (seen while each round was its own request, racing the others). Firefox, even from the live
@@ -188,42 +214,27 @@ for (const { name, present } of BROWSERS) {
           const early = await readIds(cluster, topic, 1 + inFlight)
           expect({ distinct: early.size, copies: [...early.values()].reduce((x, y) => x + y, 0) }).toEqual({ distinct: 1 + inFlight, copies: 1 + inFlight })
         }
-        await page.close() // pagehide again: a second beacon of the same batches is a duplicate
-        sw.offline()
-        sw.online()
-        const next = await browser.newPage(url(topic, q))
-        await waitFor(async () => (await next.evaluate(() => (window as unknown as PageWindow).analytics.pending())) === 0, { timeoutMs: 60_000, what: 'the checkpoint to empty' })
-        await next.close()
+        // closing the page is a pagehide again: a second beacon of the same batches is a duplicate
+        await (await nextLoadDrains(stalled)).close()
         const after = await readIds(cluster, topic, 200)
         expect(exactlyOnce(after, 'b', 200)).toEqual([])
         expect(after.size).toBe(200)
       } finally {
-        await sw.close()
+        await stalled.sw.close()
       }
     })
 
     it('page hide with events still in the outbox and the WebSocket stalled: the batches the hide\'s flush builds go out by beacon once saved', async () => {
-      const topic = uniqueTopic(`hideflush-${name}`)
-      await createTopic(cluster, topic, { partitions: 2 })
-      const sw = await NetSwitch.start(relay.port)
+      // A long batching window: the events wait in the outbox until the hide.
+      const stalled = await stalledPage('flush', 100, '60000')
+      const { topic, page, total } = stalled
       try {
-        const q = { relay: `ws://127.0.0.1:${sw.port}/kafka`, beacon: `http://127.0.0.1:${relay.port}/kafka/beacon` }
-        // A long batching window: the events wait in the outbox until the hide.
-        const page = await browser.newPage(url(topic, { ...q, flushMs: '60000' }))
-        expect(await page.evaluate(async () => { const e = await (window as unknown as PageWindow).track(0, 1, 'f'); await (window as unknown as PageWindow).analytics.flush(); return e })).toEqual([])
-        sw.stall()
-        expect(await page.evaluate(() => (window as unknown as PageWindow).track(1, 100, 'f'))).toEqual([])
         // The beacon at the hide finds no unacknowledged batch; the flush the hide starts saves some,
         // and that save sends them by beacon, since the stalled WebSocket carries nothing.
         await page.evaluate(() => window.dispatchEvent(new Event('pagehide')))
-        const total = async () => Object.values(await endOffsets(cluster, topic)).reduce((x, y) => x + y, 0)
         await waitFor(async () => (await total()) === 100, { what: 'the 99 events by beacon', timeoutMs: 15_000 })
         expect((await page.evaluate(() => (window as unknown as PageWindow).analytics.stats())).beacons).toBeGreaterThan(0)
-        await page.close()
-        sw.offline()
-        sw.online()
-        const next = await browser.newPage(url(topic, q))
-        await waitFor(async () => (await next.evaluate(() => (window as unknown as PageWindow).analytics.pending())) === 0, { timeoutMs: 60_000, what: 'the checkpoint to empty' })
+        const next = await nextLoadDrains(stalled)
         // the beacon wrote them: the takeover finds them in the log
         expect(await next.evaluate(() => (window as unknown as PageWindow).analytics.stats().resume?.mode)).toBe('resumed')
         await next.close()
@@ -231,7 +242,7 @@ for (const { name, present } of BROWSERS) {
         expect(exactlyOnce(after, 'f', 100)).toEqual([])
         expect(after.size).toBe(100)
       } finally {
-        await sw.close()
+        await stalled.sw.close()
       }
     })
 
