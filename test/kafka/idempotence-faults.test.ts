@@ -170,7 +170,10 @@ function expectExactlyOnceInOrder(f: Findings): void {
   expect(f.phantom.slice(0, 10), `${f.phantom.length} failed records in the log although their error said they were not written`).toEqual([])
   expect(f.orderViolations.slice(0, 10), `${f.orderViolations.length} records out of send order`).toEqual([])
   expect(f.sequenceBreaks.slice(0, 10), 'sequences are contiguous per (producer id, epoch) and every epoch starts at 0').toEqual([])
-  expect(f.logEpochs, 'the (producer id, epoch) pairs in the log are exactly those the producer reported to its observer').toEqual(f.historyEpochs)
+  // Every (producer id, epoch) in the log was reported to the observer. A reported epoch may hold no
+  // record: a CI run bumped to epoch 1 and, before any batch landed under it, to epoch 2 (log 3:0, 3:2;
+  // reported 3:0, 3:1, 3:2), with every record once and in order.
+  expect(f.logEpochs.filter((e) => !f.historyEpochs.includes(e)), 'the (producer id, epoch) pairs in the log the producer never reported').toEqual([])
 }
 
 const summary = (f: Findings) => JSON.stringify({
