@@ -15,15 +15,48 @@ export interface Clock {
   hold?(): () => void
 }
 
+/**
+ * Runs fn in a task of its own as soon as possible. Browsers clamp every setTimeout of a hidden tab
+ * to at least one second (Firefox within seconds of the tab going to the background, Chromium under
+ * its background throttling), so a sender woken "now" after each response would move one step per
+ * second, and an analytics tab sending for the whole origin from the background would fall minutes
+ * behind the tabs that track. A message posted to a MessageChannel is a task they do not throttle.
+ * Elsewhere (Node, Deno, Bun, workerd, web workers) nothing throttles setTimeout(fn, 0).
+ */
+export const nextTask = /* @__PURE__ */ taskScheduler(globalThis)
+
+/** nextTask for a global scope: exported so a test can give it a page's globals outside a browser. */
+export function taskScheduler(g: { document?: unknown; MessageChannel?: typeof MessageChannel }): (fn: () => void) => unknown {
+  if (typeof g.document !== 'object' || typeof g.MessageChannel !== 'function') return (fn) => setTimeout(fn, 0)
+  const channel = new g.MessageChannel()
+  const queue: Array<{ fn: (() => void) | null }> = []
+  channel.port1.onmessage = () => { queue.shift()?.fn?.() }
+  // Node's ports keep the process alive (only tests give it a document).
+  ;(channel.port1 as { unref?: () => void }).unref?.()
+  return (fn) => {
+    const task = { fn }
+    queue.push(task)
+    channel.port2.postMessage(0)
+    return task
+  }
+}
+
+/** Cancels a setTimeout handle or a nextTask handle. */
+export function cancelTask(handle: unknown): void {
+  if (handle !== null && typeof handle === 'object' && 'fn' in handle) (handle as { fn: unknown }).fn = null
+  else clearTimeout(handle as ReturnType<typeof setTimeout>)
+}
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => {
+    if (ms <= 0) return nextTask(fn)
     const t = setTimeout(fn, ms) as unknown as { unref?: () => void }
     // A pending linger or retry timer must not keep a Node process alive on its own.
     t.unref?.()
     return t
   },
-  clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+  clearTimeout: cancelTask,
   hold: () => {
     const t = setInterval(() => {}, 0x7fffffff)
     return () => clearInterval(t)

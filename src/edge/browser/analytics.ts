@@ -1,3 +1,4 @@
+import { nextTask, systemClock } from '../clock.js'
 import { KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER } from '../errors.js'
 import type { CheckpointStore, PendingBatch, ProducerCheckpoint } from '../producer/checkpoint.js'
 import type { Producer, ResumeOutcome } from '../producer/producer.js'
@@ -156,7 +157,7 @@ export class Analytics {
   private lastToken: string | undefined
   private ackedIds: string[] = []
   private ackedKeys: number[] = []
-  private timer: ReturnType<typeof setTimeout> | null = null
+  private timer: unknown = null
   private pumping = false
   private again = false
   private backoffMs = 0
@@ -246,7 +247,7 @@ export class Analytics {
     if (this.closed) return
     await Promise.race([this.flush().catch(() => {}), new Promise((r) => setTimeout(r, opts.timeoutMs ?? 5000))])
     this.closed = true
-    if (this.timer) clearTimeout(this.timer)
+    if (this.timer) systemClock.clearTimeout(this.timer)
     for (const [type, fn] of this.listeners) this.o.lifecycle?.removeEventListener(type, fn)
     const p = this.producer
     this.producer = null
@@ -406,9 +407,10 @@ export class Analytics {
     const at = Math.max(Date.now() + ms, this.retryAt)
     if (this.timer) {
       if (ms > 0) return // an earlier send is already due
-      clearTimeout(this.timer)
+      systemClock.clearTimeout(this.timer)
     }
-    this.timer = setTimeout(() => { this.timer = null; void this.pump() }, Math.max(0, at - Date.now()))
+    // A hidden tab may be the origin's sender: its "now" must not wait out a clamped timer (clock.ts).
+    this.timer = systemClock.setTimeout(() => { this.timer = null; void this.pump() }, Math.max(0, at - Date.now()))
   }
 
   private async getProducer(): Promise<Producer> {
@@ -559,7 +561,7 @@ export class Analytics {
     this.ackedIds.push(e.id)
     if (this.ackedIds.length > 1) return
     // Acknowledgements arrive per record; removals and notices go out once per task.
-    setTimeout(() => {
+    nextTask(() => {
       const ids = this.ackedIds
       const keys = this.ackedKeys
       this.ackedIds = []
@@ -568,7 +570,7 @@ export class Analytics {
       this.settle(ids)
       if (!this.closed) this.channel?.postMessage({ acked: ids } satisfies Message)
       if (this.inflight.size < MAX_IN_FLIGHT / 2) this.wake(0)
-    }, 0)
+    })
   }
 
   /**
