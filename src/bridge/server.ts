@@ -408,6 +408,7 @@ class Relay implements Bridge {
             }
           } catch (e) { clearTimeout(t); reject(e as Error) }
         })
+        up.socket.once('error', (e) => { clearTimeout(t); reject(new Error(`the broker connection failed: ${e.message}`)) })
         up.socket.once('close', () => { clearTimeout(t); reject(new Error('the broker closed the connection')) })
         next()
       })

@@ -57,6 +57,9 @@ export async function openUpstream(target: HostPort, cfg: BridgeConfig, timeoutM
     socket = await Promise.race([dialing.catch((e: unknown) => { throw upstreamError(e, where, cfg) }), deadline])
     const decoder = new FrameDecoder(maxFrameBytes)
     const sessionLifetimeMs = cfg.sasl ? await Promise.race([authenticateUpstream(socket, decoder, target, address, cfg, timeoutMs), deadline]) : 0
+    // A reset broker emits 'error', and an 'error' nobody listens to kills the whole relay. Every
+    // user of the socket learns of the failure from the 'close' that always follows.
+    socket.on('error', () => {})
     return { socket, decoder, sessionLifetimeMs }
   } catch (e) {
     abandoned = true
@@ -141,7 +144,7 @@ async function authenticateUpstream(socket: Socket, decoder: FrameDecoder, targe
 const TLS_ADVICE: Record<string, string> = {
   'unknown CA': 'The broker certificate is not signed by a CA the relay trusts: set tls.caFile (or tls.ca) to the CA that signed it',
   'hostname mismatch': 'The certificate does not name the broker host: list brokers by a name the certificate has, set tls.servername, or (tests only) tls.verifyHostname: false',
-  'client certificate required': 'The listener requires mutual TLS: set tls.certFile and tls.keyFile',
+  'client certificate refused': 'The listener requires mutual TLS with a certificate it trusts: set tls.certFile and tls.keyFile',
   'peer does not speak TLS': 'The port is probably a plaintext listener: use the broker\'s TLS port, or remove the "tls" section',
   'peer closed during handshake': 'The port is probably a plaintext listener: use the broker\'s TLS port, or remove the "tls" section',
   'handshake refused by the broker': 'Check the relay\'s client certificate (tls.certFile) and the TLS versions the listener allows',

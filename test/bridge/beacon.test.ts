@@ -10,6 +10,7 @@ import { batchIdentity } from '../../src/edge/producer/checkpoint.js'
 import { restamp } from '../../src/edge/wasm/core.js'
 import { Produce, decodeResponse, encodeRequest } from '../../src/edge/protocol/index.js'
 import { createTopic, readTopic, uniqueTopic, type Cluster } from '../helpers/kafka.js'
+import { openUpstream } from '../../src/bridge/upstream.js'
 import { relayCluster, startRelay, token } from './helpers.js'
 
 const ORIGIN = 'https://app.example'
@@ -107,6 +108,27 @@ describe('relay: page-hide beacon route', () => {
       await restarted.close()
     }
     expect(await readTopic(cluster, topic, { isolation: 'read_uncommitted' })).toHaveLength(3)
+  })
+
+  it('a broker that resets the connection in the middle of a beacon gets the page a 502, and the relay carries on', async () => {
+    // The torture run's relay died here once: a broker restart reset a beacon's upstream connection,
+    // and the socket's 'error' had no listener.
+    const resetting = await startRelay(cluster, { path: '/kafka' }, {
+      openUpstream: (...args) => openUpstream(...args).then((up) => {
+        up.socket.write = (() => { up.socket.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })); return false }) as typeof up.socket.write
+        return up
+      }),
+    })
+    try {
+      const reset = await post(resetting, { token: token({ sub: 'page' }), broker, ticket }, frameOf(cp))
+      expect(reset.status).toBe(502)
+      expect(reset.text).toMatch(/ECONNRESET/)
+      expect((await fetch(`${resetting.httpUrl}/healthz`)).status).toBe(200)
+    } finally {
+      await resetting.close()
+    }
+    const ok = await post(bridge, { token: token({ sub: 'page' }), broker }, frameOf(cp))
+    expect(errorCodes(ok.bytes)).toEqual([[0]])
   })
 
   it('several batches of one partition in one beacon go out in sequence order, each after the previous answer; a bad frame among them sends none', async () => {

@@ -136,6 +136,7 @@ describe('TLS to the broker: the producer\'s dial(), failures as UpstreamError k
     const e = await upstreamFailure(b.port, config({ tls: { caFile: pki.files.ca }, sasl: PLAIN }))
     expect(e.kind).toBe('tls')
     expect(e.cause).toBeInstanceOf(SslAuthenticationException)
+    expect(e.message).toMatch(/client certificate refused\. The listener requires mutual TLS.*set tls\.certFile and tls\.keyFile/)
     const ok = await openUpstream({ host: '127.0.0.1', port: b.port }, config({ tls: { caFile: pki.files.ca, certFile: pki.files.clientCert, keyFile: pki.files.clientKey }, sasl: PLAIN }), 3000, 1 << 20)
     ok.socket.destroy()
   })

@@ -2,7 +2,7 @@
 // refused connections, timeouts, write failures and local close. The real thing (workerd's
 // cloudflare:sockets against Kafka) is exercised by test/e2e/worker.test.ts.
 import { describe, expect, it } from 'vitest'
-import { NetworkException, ProtocolError } from '../../src/edge/errors.js'
+import { NetworkException, ProtocolError, SslAuthenticationException } from '../../src/edge/errors.js'
 import { cloudflareSockets, type CloudflareConnect, type CloudflareSocketLike } from '../../src/edge/transport/cloudflare-sockets.js'
 
 interface FakeSocket extends CloudflareSocketLike {
@@ -15,7 +15,7 @@ interface FakeSocket extends CloudflareSocketLike {
   options: unknown
 }
 
-function fakeConnect(opts: { refuse?: boolean; never?: boolean; failWrites?: boolean } = {}): { connect: CloudflareConnect; sockets: FakeSocket[] } {
+function fakeConnect(opts: { refuse?: boolean | string; never?: boolean; failWrites?: boolean } = {}): { connect: CloudflareConnect; sockets: FakeSocket[] } {
   const sockets: FakeSocket[] = []
   const connect: CloudflareConnect = (address, options) => {
     let ctl!: ReadableStreamDefaultController<Uint8Array>
@@ -31,7 +31,7 @@ function fakeConnect(opts: { refuse?: boolean; never?: boolean; failWrites?: boo
     const closed = new Promise<void>((r) => { resolveClosed = r })
     const s: FakeSocket = {
       readable, writable, closed, written, address, options, closedLocally: false,
-      opened: opts.refuse ? Promise.reject(new Error('connection refused')) : opts.never ? new Promise(() => {}) : Promise.resolve({}),
+      opened: opts.refuse ? Promise.reject(new Error(typeof opts.refuse === 'string' ? opts.refuse : 'connection refused')) : opts.never ? new Promise(() => {}) : Promise.resolve({}),
       close: async () => { s.closedLocally = true; resolveClosed() },
       push: (b) => ctl.enqueue(b),
       end: () => ctl.close(),
@@ -121,6 +121,34 @@ describe('cloudflareSockets transport', () => {
     expect(err).toBeInstanceOf(NetworkException)
     expect(err.message).toMatch(/timed out after 20 ms/)
     expect(slow.sockets[0]!.closedLocally).toBe(true)
+  })
+
+  it('TLS: workerd\'s "proxy request failed" is a TLS error until a broker was verified, then a broker that is down (retried)', async () => {
+    // workerd uses the same words for a certificate it does not trust and for a host it cannot reach.
+    const plan: Array<boolean | string> = ['proxy request failed', false, 'proxy request failed', 'TLS peer certificate is not trusted']
+    const fakes: Array<ReturnType<typeof fakeConnect>> = []
+    const connect: CloudflareConnect = (address, options) => {
+      const f = fakeConnect({ refuse: plan.shift()! })
+      fakes.push(f)
+      return f.connect(address, options)
+    }
+    const t = cloudflareSockets({ connect })
+    const tls = { tls: {} } as Parameters<typeof t.open>[2]
+    const quiet = { onFrame: () => {}, onClose: () => {} }
+    const first = await t.open({ host: 'b1', port: 9093, nodeId: -1 }, quiet, tls).catch((e) => e)
+    expect(first).toBeInstanceOf(SslAuthenticationException)
+    expect(first.message).toMatch(/TLS to b1:9093 failed: proxy request failed.*not trusted by workerd.*or the host is unreachable/)
+    const frames: Uint8Array[] = []
+    await t.open({ host: 'b1', port: 9093, nodeId: -1 }, { onFrame: (f) => frames.push(f), onClose: () => {} }, tls)
+    fakes[1]!.sockets[0]!.push(frame([1, 2]))
+    await tick()
+    expect(frames).toHaveLength(1)
+    const down = await t.open({ host: 'b2', port: 9093, nodeId: 2 }, quiet, tls).catch((e) => e)
+    expect(down).toBeInstanceOf(NetworkException)
+    expect(down.retriable).toBe(true)
+    expect(down.message).toMatch(/cannot connect to b2:9093: proxy request failed/)
+    // Words that can only mean TLS stay a TLS error.
+    expect(await t.open({ host: 'b3', port: 9093, nodeId: 3 }, quiet, tls).catch((e) => e)).toBeInstanceOf(SslAuthenticationException)
   })
 
   it('a failed write rejects with NetworkException and closes the link', async () => {

@@ -56,6 +56,9 @@ function importConnect(): Promise<CloudflareConnect> {
  */
 export function cloudflareSockets(options: CloudflareSocketsOptions = {}): Transport {
   installBrokerSecurity()
+  // Once workerd has verified one broker of the cluster, its words for a failed connection ("proxy
+  // request failed") far more likely mean a broker restarting than a certificate gone bad.
+  const seen = { trusted: false }
   return {
     name: 'cloudflare-sockets',
     // TLS is the producer's security.protocol (SSL / SASL_SSL); workerd verifies the broker against
@@ -63,12 +66,14 @@ export function cloudflareSockets(options: CloudflareSocketsOptions = {}): Trans
     tls: 'system',
     open: async (address, handlers, open) => {
       const connect = options.connect ?? await importConnect()
-      return openSocket(connect, address, handlers, options, open?.tls !== undefined)
+      return openSocket(connect, address, handlers, options, open?.tls !== undefined, seen)
     },
   }
 }
 
-async function openSocket(connect: CloudflareConnect, address: BrokerAddress, handlers: LinkHandlers, o: CloudflareSocketsOptions, tls: boolean): Promise<Link> {
+async function openSocket(
+  connect: CloudflareConnect, address: BrokerAddress, handlers: LinkHandlers, o: CloudflareSocketsOptions, tls: boolean, seen: { trusted: boolean },
+): Promise<Link> {
   const target = o.resolve ? o.resolve(address) : address
   const where = `${target.host}:${target.port}`
   let socket: CloudflareSocketLike
@@ -91,8 +96,10 @@ async function openSocket(connect: CloudflareConnect, address: BrokerAddress, ha
     if (e instanceof NetworkException) throw e
     const message = (e as Error)?.message ?? String(e)
     // workerd reports a failed TLS handshake and an unreachable host with the same words, so the
-    // error names both; with TLS on, it is not retried (a bad certificate does not heal).
-    if (tls && /proxy request failed|cannot connect to the specified address|TLS|certificate/i.test(message)) {
+    // error names both. Before any broker was verified it is not retried (a bad certificate does not
+    // heal, and the user should hear about it at once); after one was, the same words are taken for
+    // a broker that is down, retried like any refused connection.
+    if (tls && /TLS|certificate/i.test(message) || tls && !seen.trusted && /proxy request failed|cannot connect to the specified address/i.test(message)) {
       throw new SslAuthenticationException(target.host, 'TLS connection failed',
         `TLS to ${where} failed: ${message}. Likely causes: the broker certificate is not trusted by workerd ` +
         '(a private CA: under wrangler dev set NODE_EXTRA_CA_CERTS to its PEM file; deployed Workers trust public CAs only), ' +
@@ -132,6 +139,8 @@ async function openSocket(connect: CloudflareConnect, address: BrokerAddress, ha
         if (first) {
           first = false
           if (!tls && looksLikeTlsRecord(bytes)) return finish(plaintextToTlsError(target.host, target.port))
+          // Bytes read through TLS: workerd verified this broker's certificate.
+          if (tls) seen.trusted = true
         }
         let frames: Uint8Array[]
         try {
