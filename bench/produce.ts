@@ -34,7 +34,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { PerformanceObserver } from 'node:perf_hooks'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import type { AnyProducerSettings } from '../src/edge/index.js'
+import type { AnyProducerSettings, Transport } from '../src/edge/index.js'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -68,6 +68,8 @@ const JS_PEERS = ['confluent', 'platformatic-idempotent', 'platformatic', 'kafka
 
 export interface ChildResult {
   records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number; maxOutstanding?: number; firstError?: string; brokerCpuUs?: number
+  /** With BENCH_REQUEST_LATENCY=1 (kafka-edge only): each Produce request's write-to-response time, in ms. */
+  produceLatencyMs?: { p50: number; p99: number; requests: number }
 }
 export interface Config { valueBytes: number; compression: string }
 const configName = (c: Config) => `${c.valueBytes}B ${c.compression}`
@@ -426,9 +428,11 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
   const { createProducer, tcp, websocket } = await import('../src/edge/node.js')
   // BENCH_RELAY_URL: through the relay (bench/bridge.ts), over the ws package as bridge.ts's other producers.
   const relayUrl = process.env.BENCH_RELAY_URL
-  const transport = relayUrl
+  const base = relayUrl
     ? websocket({ url: relayUrl, token: process.env.BENCH_RELAY_TOKEN!, WebSocket: createRequire(import.meta.url)('ws') as never })
     : tcp()
+  const latencies: number[] = []
+  const transport = process.env.BENCH_REQUEST_LATENCY === '1' ? timedProduce(base, latencies) : base
   const p = createProducer({
     'bootstrap.servers': bootstrap, transport, acks: 'all', 'enable.idempotence': true,
     'compression.type': compression, 'linger.ms': LINGER_MS,
@@ -465,7 +469,43 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
   const cpu = process.cpuUsage(cpu0)
   await p.close()
   if (acked + errors !== n) throw new Error(`kafka-edge: ${n - acked - errors} sends never settled`)
-  return { records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors, maxOutstanding, firstError }
+  const sorted = latencies.sort((a, b) => a - b)
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
+  return {
+    records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors, maxOutstanding, firstError,
+    ...(sorted.length ? { produceLatencyMs: { p50: at(0.5), p99: at(0.99), requests: sorted.length } } : {}),
+  }
+}
+
+/**
+ * The transport with a stopwatch on Produce requests: from the frame's write to its response, matched
+ * by correlation id. On the relay path that is the time through the relay and back; the same
+ * measurement on the direct path is what the relay adds to.
+ */
+function timedProduce(t: Transport, out: number[]): Transport {
+  return {
+    ...t,
+    open: async (address, handlers, options) => {
+      const sent = new Map<number, number>()
+      const link = await t.open(address, {
+        onFrame: (frame) => {
+          const correlationId = new DataView(frame.buffer, frame.byteOffset).getInt32(0)
+          const t0 = sent.get(correlationId)
+          if (t0 !== undefined) { out.push(performance.now() - t0); sent.delete(correlationId) }
+          handlers.onFrame(frame)
+        },
+        onClose: handlers.onClose,
+      }, options)
+      return {
+        write: (frame) => {
+          const dv = new DataView(frame.buffer, frame.byteOffset)
+          if (dv.getInt16(4) === 0) sent.set(dv.getInt32(8), performance.now()) // api key 0: Produce
+          return link.write(frame)
+        },
+        close: () => link.close(),
+      }
+    },
+  }
 }
 
 /**

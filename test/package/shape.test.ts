@@ -72,6 +72,18 @@ describe('the tarball', () => {
     expect(readFileSync(path.join(unpacked, 'dist/edge/wasm/core.generated.d.ts'), 'utf8')).toMatch(/CORE_WASM_BASE64: string;/)
   })
 
+  it('the Producer class declares only its public API: no internals (sender, cluster, config, transactions) in the .d.ts', () => {
+    const dts = readFileSync(path.join(unpacked, 'dist/edge/producer/producer.d.ts'), 'utf8')
+    const body = /export declare class Producer \{([\s\S]*?)\n\}/.exec(dts)![1]!.replace(/\/\*\*[\s\S]*?\*\//g, '')
+    const members = body.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('private ') && /^[a-zA-Z]/.test(l))
+      .map((l) => /^(?:get |readonly )?(\w+)/.exec(l)![1]).filter((m) => m !== 'timeoutMs')
+    // A change here changes what users can reach: Java's KafkaProducer methods, plus state and the resume outcome.
+    expect(members).toEqual([
+      'constructor', 'resumeOutcome', 'state', 'connect', 'send', 'flush', 'close', 'metrics',
+      'initTransactions', 'beginTransaction', 'sendOffsetsToTransaction', 'commitTransaction', 'abortTransaction', 'partitionsFor',
+    ])
+  })
+
   it('the base64 core is only in the inline entry: no other entry imports it', () => {
     const importers = files.filter((f) => f.endsWith('.js') && !f.endsWith('core.generated.js') && readFileSync(path.join(unpacked, f), 'utf8').includes('core.generated'))
     expect(importers).toEqual(['dist/edge/inline.js'])

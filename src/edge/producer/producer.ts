@@ -672,8 +672,7 @@ export class Producer {
   }
 }
 
-
-/** Resend order: per partition, by sequence (one producer id and epoch per partition in a resumable checkpoint). */
+/** A producer for the given settings (Java's `new KafkaProducer(props)`); it connects on the first send() or connect(). */
 export function createProducer(settings: ProducerSettings | AnyProducerSettings): Producer {
   return new Producer(settings)
 }
