@@ -137,6 +137,11 @@ describe('bad security settings fail fast with a typed error that names the caus
     expect(error).toBeInstanceOf(SslAuthenticationException)
     expect((error as SslAuthenticationException).reason).toBe('hostname mismatch')
     expect(error.message).toContain('kafka.wrong-name.test')
+    // ssl.endpoint.identification.algorithm='' (Java's switch) lets the same name through.
+    const topic = uniqueTopic('sec-noverify')
+    await createTopic(cluster, topic, { partitions: 1 })
+    const unverified = producer({ ...viaAlias, 'ssl.endpoint.identification.algorithm': '' })
+    expect((await unverified.send({ topic, value: 'x' })).offset).toBe(0n)
   })
 
   it('an expired broker certificate is named as expired', async () => {
