@@ -14,6 +14,8 @@ export interface Outcome {
   status: 'pending' | 'acked' | 'failed'
   md?: RecordMetadata
   error?: Error & { mayHaveBeenWritten?: boolean }
+  /** Virtual time of the send() call. */
+  sentAt: number
 }
 
 export interface WorldOptions {
@@ -62,7 +64,7 @@ export class World {
   send(topic: string, extra: { key?: string; partition?: number; pad?: number; poison?: boolean } = {}): Outcome {
     const index = this.outcomes.length
     const value = (extra.poison ? '\u0000poison' : '') + valueOf(index, extra.pad ?? 0)
-    const o: Outcome = { index, topic, value, status: 'pending' }
+    const o: Outcome = { index, topic, value, status: 'pending', sentAt: this.clock.now() }
     this.outcomes.push(o)
     // The value goes in as a view of one scratch array that is scribbled over right after send():
     // send() must capture the bytes (a record waiting for metadata or buffer space, a split batch).
@@ -227,6 +229,7 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; records?:
   }
   await sendDue()
   await w.clock.run({ until: startMs + startShift + faultWindowMs })
+  const faultsEnd = w.clock.now()
   // Faults stop: the producer must drain.
   w.net.faultsOn = w.cluster.faultsOn = false
   for (let b = 0; b < brokers; b++) w.cluster.reviveBroker(b)
@@ -243,9 +246,12 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; records?:
     // in the window and stay so (a lost answer loses the later ones on it): a metadata request on it gets
     // request.timeout.ms, then the next one goes to another established idle connection, which may be dark
     // too, as Java's NetworkClient (leastLoadedNode) does. One such timeout per broker after the window can
-    // outlast max.block.ms, and then Java's producer fails the record too (seed 58331).
-    const metadataMayTimeOut = faultWindowMs + brokers * requestTimeoutMs >= w.producer.config.maxBlockMs
-    const blockedOnMetadata = (o: Outcome): boolean => metadataMayTimeOut && o.error?.mayHaveBeenWritten === false && o.error instanceof TimeoutException && /not present in metadata/.test(o.error.message)
+    // outlast max.block.ms, and then Java's producer fails the record too (seed 58331). Only a wait that
+    // ran out before those timeouts could have ended is excused: a record whose max.block.ms reaches past
+    // them (with a second of backoff per broker) must have found its metadata.
+    const darkUntil = faultsEnd + brokers * (requestTimeoutMs + 1000)
+    const blockedOnMetadata = (o: Outcome): boolean => o.sentAt + w.producer.config.maxBlockMs <= darkUntil
+      && o.error?.mayHaveBeenWritten === false && o.error instanceof TimeoutException && /not present in metadata/.test(o.error.message)
     for (const o of w.outcomes) if (o.status === 'failed' && !invalidRecord(o) && !blockedOnMetadata(o)) violations.push(`record ${o.index} failed although delivery.timeout.ms outlasts the faults: ${o.error?.name}: ${o.error?.message}`)
   }
   const m = w.producer.metrics()

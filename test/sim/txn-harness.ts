@@ -127,7 +127,7 @@ export class TxnWorld {
     } catch (e) {
       return this.classify(incarnation, 'send', e as Error)
     }
-    const o: TxnOutcome = { index, topic: s.topic, value, status: 'pending', txn: txn.id, incarnation }
+    const o: TxnOutcome = { index, topic: s.topic, value, status: 'pending', txn: txn.id, incarnation, sentAt: this.clock.now() }
     this.outcomes.push(o)
     txn.records.push(o)
     sent.then(
