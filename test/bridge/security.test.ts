@@ -12,8 +12,8 @@ import {
 } from '../../src/edge/protocol/index.js'
 import WebSocket from 'ws'
 import {
-  AuthorizationException, ClusterAuthorizationException, ConfigException, InvalidTopicException, PolicyViolationException, createProducer, websocket,
-  type ProducerIdTicket,
+  AuthorizationException, ClusterAuthorizationException, ConfigException, InvalidTopicException, PolicyViolationException, createProducer, memoryCheckpointStore,
+  websocket, type ProducerIdTicket,
 } from '../../src/edge/index.js'
 import { closeError } from '../../src/edge/transport/websocket.js'
 import { TsBatchBuilder } from '../../bench/ts-batch-builder.js'
@@ -524,6 +524,32 @@ describe('producer ids belong to the principal they were issued to (4409)', () =
       expect(other.metrics.get('kafka_edge_bridge_producer_id_tickets_total', { event: 'accepted' })).toBe(1)
     } finally { await other.close() }
     expect(() => websocket({ url: bridge.url, token: tok, producerIdTicket: 'not-a-ticket' })).toThrow(ConfigException)
+  })
+
+  it('a producer with a checkpoint keeps the relay\'s ticket in it, and resumed through another instance presents it by itself', async () => {
+    // What a Worker's Durable Object or a server process does: no ticket plumbing in the application.
+    const topic = uniqueTopic('ticket-checkpoint')
+    await createTopic(cluster, topic, { partitions: 1 })
+    const tok = token({ sub: 'dan', topics: [topic] })
+    const store = memoryCheckpointStore()
+    const first = createProducer({ 'bootstrap.servers': 'relay:443', transport: websocket({ url: bridge.url, token: tok, WebSocket: WebSocket as never }), checkpoint: store })
+    await first.send({ topic, partition: 0, value: 'before' })
+    await first.flush()
+    await first.close()
+    expect(store.current?.ticket).toMatch(/^kpt1\./)
+    const other = await startRelay(cluster)
+    try {
+      const transport = websocket({ url: other.url, token: tok, WebSocket: WebSocket as never })
+      const resumed = createProducer({ 'bootstrap.servers': 'relay:443', transport, checkpoint: store })
+      await resumed.send({ topic, partition: 0, value: 'after' })
+      expect(resumed.resumeOutcome?.mode).toBe('resumed')
+      expect(transport.producerIdTicket).toBe(store.current?.ticket)
+      await resumed.close()
+      // Presented on each link it opened (bootstrap and leader).
+      expect(other.metrics.get('kafka_edge_bridge_producer_id_tickets_total', { event: 'accepted' })).toBeGreaterThanOrEqual(1)
+    } finally { await other.close() }
+    const read = await readTopic(cluster, topic, { isolation: 'read_uncommitted' })
+    expect(read.map((r) => new TextDecoder().decode(r.value!))).toEqual(['before', 'after'])
   })
 
   it('InitProducerId is capped per principal and per address: 4430, a metric, a typed client error', async () => {

@@ -1,7 +1,7 @@
 // The telemetry Worker's producer wiring: security settings from env/secrets, and the connection
 // counter that wraps cloudflareSockets() without hiding its TLS capability or the open() options.
 import { describe, expect, it } from 'vitest'
-import { ConfigException, createProducer } from '../../src/edge/index.js'
+import { ConfigException, createProducer, websocket } from '../../src/edge/index.js'
 import { cloudflareSockets, type CloudflareConnect } from '../../src/edge/transport/cloudflare-sockets.js'
 import type { Env } from '../../src/edge/worker/env.js'
 import { countingOpens, securitySettings } from '../../src/edge/worker/settings.js'
@@ -57,5 +57,18 @@ describe('countingOpens(transport)', () => {
   it('a transport without TLS stays without it', () => {
     const transport = countingOpens({ name: 'plain', open: () => Promise.reject(new Error('unused')) }, () => {})
     expect('tls' in transport).toBe(false)
+    expect(transport.producerIdTicket).toBeUndefined()
+  })
+
+  it('the relay transport\'s producer-id ticket stays reachable both ways (the checkpoint keeps it, a resume hands it back)', () => {
+    const inner = websocket({ url: 'wss://relay.example/kafka', token: 't' })
+    const transport = countingOpens(inner, () => {})
+    expect(transport.producerIdTicket).toBeNull()
+    transport.producerIdTicket = 'kpt1.abc.def'
+    expect(inner.producerIdTicket).toBe('kpt1.abc.def')
+    expect(transport.producerIdTicket).toBe('kpt1.abc.def')
+    // Not a ticket: ignored, as the transport ignores it.
+    transport.producerIdTicket = 'junk'
+    expect(transport.producerIdTicket).toBe('kpt1.abc.def')
   })
 })

@@ -148,8 +148,6 @@ export class Analytics {
   private readonly waiters = new Set<Waiter>()
   private readonly mine = new Set<string>()
   private decoded = new Set<string>()
-  /** The relay's latest producer-id ticket for this tab's producer. */
-  private ticket: string | undefined
   /** The last checkpoint saved and the last token used: what a page-hide beacon is made of (it cannot wait for either). */
   private lastCp: ProducerCheckpoint | undefined
   /** The page hid: the next save that adds batches (the flush the hide started) sends them by beacon too. */
@@ -388,7 +386,7 @@ export class Analytics {
           name, partitionData: batches.filter((b) => b.topic === name).map((b) => ({ index: b.partition, records: b.bytes })),
         }))
         const frame = s.encodeRequest(s.Produce, 9, 0, 'kafka-edge-beacon', { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData })
-        const parts = bodies.get(broker) ?? [new TextEncoder().encode(`${JSON.stringify({ token: this.lastToken, ticket: this.ticket, broker })}\n`)]
+        const parts = bodies.get(broker) ?? [new TextEncoder().encode(`${JSON.stringify({ token: this.lastToken, ticket: cp.ticket, broker })}\n`)]
         budget -= frame.length + (parts.length === 1 ? parts[0]!.length : 0)
         if (budget < 0) break fill
         parts.push(frame)
@@ -424,8 +422,7 @@ export class Analytics {
     const s = this.s ??= await (this.sender ??= import('./sender.js').catch((err: unknown) => { this.sender = null; throw err }))
     this.wasm ??= s.bundledLz4Core()
     // A resumed producer id is accepted by a relay that never saw it (restarted, another instance)
-    // on the relay's ticket, kept in the checkpoint beside the id.
-    const saved = await this.outbox.load<ProducerCheckpoint>()
+    // on the relay's ticket, which the producer keeps in the checkpoint beside the id.
     this.producer = s.createProducer({
       // The relay connects bootstrap requests to its own brokers: any placeholder address works.
       'bootstrap.servers': 'relay:443',
@@ -433,8 +430,6 @@ export class Analytics {
         url: o.relayUrl,
         token: async () => (this.lastToken = typeof o.token === 'string' ? o.token : await o.token()),
         WebSocket: o.WebSocket,
-        producerIdTicket: saved?.ticket,
-        onProducerIdTicket: (t) => { this.ticket = t.ticket },
       }),
       'client.id': 'kafka-edge-analytics',
       'linger.ms': 20,
@@ -482,7 +477,6 @@ export class Analytics {
         }
       }
     }
-    if (this.ticket) cp.ticket = this.ticket
     const before = new Set(this.lastCp?.pending.map(stampOf))
     const stored: ProducerCheckpoint & { writer: string } = { ...cp, writer: `${this.writerId}.${++this.saves}` }
     try {

@@ -97,7 +97,11 @@ export class Checkpointer {
   /** close(): batches it fails stay in the store, so the next producer resends them under the same identity. */
   frozen = false
 
-  constructor(private readonly store: CheckpointStore, private readonly head: () => CheckpointHead, private readonly clock: Clock, private readonly log: Log) {}
+  constructor(
+    private readonly store: CheckpointStore, private readonly head: () => CheckpointHead, private readonly clock: Clock, private readonly log: Log,
+    /** The transport's latest relay ticket, when it has one (newer than the loaded one after an InitProducerId). */
+    private readonly transportTicket: () => string | null | undefined = () => undefined,
+  ) {}
 
   track(b: ProducerBatch): void {
     const p = this.tracked.get(b)
@@ -194,7 +198,8 @@ export class Checkpointer {
     const cp: ProducerCheckpoint = {
       v: 1, producerId: head.producerId.toString(), epoch: head.epoch, savedAt: this.clock.now(), nextSequence: head.nextSequence, pending,
     }
-    if (this.ticket !== undefined) cp.ticket = this.ticket
+    const ticket = this.transportTicket() ?? this.ticket
+    if (ticket !== undefined) cp.ticket = ticket
     try {
       await this.store.save(cp)
     } catch (e) {

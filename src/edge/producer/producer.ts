@@ -193,7 +193,7 @@ export class Producer {
       }, this.pool, core, this.idempotence)
       if (c.checkpoint && this.idempotence) {
         const idem = this.idempotence
-        this.checkpointer = new Checkpointer(c.checkpoint, () => idem.checkpointHead(), c.clock, c.log)
+        this.checkpointer = new Checkpointer(c.checkpoint, () => idem.checkpointHead(), c.clock, c.log, () => c.transport.producerIdTicket)
       }
       this.sender = new Sender(c, this.cluster, this.accumulator, this.idempotence, this.metricsRegistry, this.transactions,
         this.checkpointer && { checkpoint: this.checkpointer, onResumedRefused: (b, e) => this.relabelResumed(b, e) })
@@ -228,6 +228,8 @@ export class Producer {
         throw new CheckpointException('the loaded checkpoint is not a version 1 ProducerCheckpoint; clear the store or load it with the kafka-edge version that wrote it')
       }
       cpr.ticket = cp.ticket
+      // Through the relay, the resumed id needs the ticket it was issued with (another instance, a restart).
+      if (cp.ticket !== undefined && c.transport.producerIdTicket !== undefined) c.transport.producerIdTicket = cp.ticket
       const pe = { producerId: BigInt(cp.producerId), epoch: cp.epoch }
       for (const p of cp.pending) this.sender.topicsInUse.add(p.topic)
       if (cp.pending.length > 0) {

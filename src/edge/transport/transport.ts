@@ -54,5 +54,11 @@ export type TlsSupport = 'full' | 'system'
 export interface Transport {
   readonly name: string
   readonly tls?: TlsSupport
+  /**
+   * A relay transport's producer-id ticket (websocket()); undefined for transports without one. A
+   * producer with a checkpoint saves it there and gives it back to the transport it resumes on, so
+   * a relay instance that never issued the producer id accepts it.
+   */
+  producerIdTicket?: string | null
   open(address: BrokerAddress, handlers: LinkHandlers, options?: OpenOptions): Promise<Link>
 }

@@ -60,7 +60,8 @@ export interface ProducerIdTicket {
 
 /** The WebSocket transport, plus the latest producer-id ticket it holds. */
 export interface WebSocketTransport extends Transport {
-  readonly producerIdTicket: string | null
+  /** The latest ticket; setting one (a checkpoint's) presents it on the open links and every later one. */
+  producerIdTicket: string | null
 }
 
 export const RELAY_SUBPROTOCOL = 'kafka-edge.v1'
@@ -76,6 +77,11 @@ interface TicketState {
   ticket: string | null
   open: Set<WebSocketLike>
   onTicket?: (t: ProducerIdTicket) => void
+}
+
+function presentTicket(tickets: TicketState, ticket: string, except?: WebSocketLike): void {
+  const control = JSON.stringify({ type: 'producer-id-ticket', ticket })
+  for (const ws of tickets.open) if (ws !== except) { try { ws.send(control) } catch { /* closing: it presents the ticket when it reopens */ } }
 }
 
 /** A relay text message: a producer-id ticket, or null when it is anything else. */
@@ -108,6 +114,11 @@ export function websocket(options: WebSocketTransportOptions): WebSocketTranspor
   return {
     name: 'websocket',
     get producerIdTicket() { return tickets.ticket },
+    set producerIdTicket(ticket: string | null) {
+      if (ticket === null || ticket === tickets.ticket || !TICKET_SHAPE.test(ticket)) return
+      tickets.ticket = ticket
+      presentTicket(tickets, ticket)
+    },
     open: async (address, handlers) => {
       const key = address.nodeId >= 0 ? `${address.host}:${address.port}` : 'bootstrap'
       const b = backoff.get(key)
@@ -247,8 +258,7 @@ function openSocket(address: BrokerAddress, handlers: LinkHandlers, o: WebSocket
         tickets.ticket = t.ticket
         // The other links may reach other relay instances: present the ticket there before any
         // request that uses the id (it arrives ahead of the InitProducerId answer).
-        const control = JSON.stringify({ type: 'producer-id-ticket', ticket: t.ticket })
-        for (const other of tickets.open) if (other !== ws) { try { other.send(control) } catch { /* closing: it presents the ticket when it reopens */ } }
+        presentTicket(tickets, t.ticket, ws)
         tickets.onTicket?.(t)
         return
       }

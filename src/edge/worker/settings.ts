@@ -29,10 +29,11 @@ export function securitySettings(env: Env): ProducerSettings {
 /**
  * `inner`, calling `onOpen` for every connection it opened. It keeps the inner transport's TLS
  * capability and passes the per-connection options through: without them the producer would refuse
- * SSL/SASL_SSL (no TLS capability) or dial brokers in plaintext.
+ * SSL/SASL_SSL (no TLS capability) or dial brokers in plaintext. A relay transport's producer-id
+ * ticket stays reachable, so the object's checkpoint keeps it and a resumed producer presents it.
  */
 export function countingOpens(inner: Transport, onOpen: () => void): Transport {
-  return {
+  const counted: Transport = {
     name: inner.name,
     ...(inner.tls && { tls: inner.tls }),
     open: async (address, handlers, options) => {
@@ -41,6 +42,10 @@ export function countingOpens(inner: Transport, onOpen: () => void): Transport {
       return link
     },
   }
+  if (inner.producerIdTicket === undefined) return counted
+  return Object.defineProperty(counted, 'producerIdTicket', {
+    get: () => inner.producerIdTicket, set: (t: string | null) => { inner.producerIdTicket = t }, enumerable: true,
+  })
 }
 
 /** A checkpoint as JSON for the object's SQLite (batches as base64; producer id already decimal text). */
