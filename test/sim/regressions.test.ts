@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { TimeoutException } from '../../src/edge/errors.js'
 import { Metadata, Produce } from '../../src/edge/protocol/index.js'
 import { World, indexOf, runSeed } from './harness.js'
+import { NO_NET_FAULTS } from './sim-network.js'
 import { runTxnSeed } from './txn-harness.js'
 import type { ModelOptions } from './model-broker.js'
 
@@ -191,6 +192,29 @@ describe('simulation regressions', () => {
     expect(refused.map((o) => o.status)).toEqual(['failed', 'failed'])
     expect(logOf(w)).toEqual([0, 1, 2, 3])
     expect((await runSeed(135116)).violations).toEqual([])
+  })
+
+  it('seed 746580: a batch whose deadline passes on a timed-out attempt does not take the next one, maybe written, into a rewrite', async () => {
+    // Sequences 1 and 2 are appended, but their answers are lost. Sequence 1's request times out at the
+    // very moment its delivery.timeout.ms runs out, so it fails (it may be in the log); sequence 2's
+    // request fails with the connection and is retried. A bump that rewrote sequence 2 under a new
+    // epoch would append it a second time: it must be retried under its stamp and answered as a duplicate.
+    const w = world({ producer: { 'max.in.flight.requests.per.connection': 4, 'request.timeout.ms': 2000, 'delivery.timeout.ms': 2000 } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    w.net.faults = { ...NO_NET_FAULTS, dropResponse: 1 }
+    w.net.faultsOn = true
+    const timedOut = w.send('t')
+    await w.clock.advance(500)
+    const retried = w.send('t')
+    await w.clock.advance(10)
+    w.net.faultsOn = false
+    await finish(w)
+    expect(timedOut.status).toBe('failed')
+    expect(timedOut.error!.mayHaveBeenWritten).toBe(true)
+    expect(retried.status).toBe('acked')
+    expect(retried.md!.offset).toBe(2n)
+    expect(logOf(w)).toEqual([0, 1, 2])
   })
 
   it('txn seeds 128023, 136231: close() while a send waits for metadata: the wait ending later does not touch the send again', async () => {

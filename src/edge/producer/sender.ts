@@ -407,7 +407,14 @@ export class Sender {
       }
       const idem = this.idempotence
       if (idem && !idem.isTransactional && isFatal(code, { transactional: false })) idem.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
-      this.failBatch(batch, this.batchError(batch, pr), info.name, true, perRecordErrors(batch, pr))
+      // A batch that may be in the log (its deadline passed on a timed-out attempt, say) must not
+      // hand its sequence on: rewriting the later in-flight batches under a new epoch now would
+      // append a second copy of any the broker already wrote. As for an expired batch (Java fails
+      // those without adjusting sequences), the partition waits until what is in flight settles and
+      // shows whether the sequence landed (seed 746580).
+      const unknown = batch.maybeWritten && batch.hasSequence
+      this.failBatch(batch, this.batchError(batch, pr), info.name, !unknown, perRecordErrors(batch, pr))
+      if (unknown && idem) idem.markSequenceUnresolved(batch)
       return
     }
     this.succeed(batch, pr.baseOffset, pr.logAppendTimeMs)
