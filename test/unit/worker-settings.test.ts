@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { ConfigException, createProducer, websocket } from '../../src/edge/index.js'
 import { cloudflareSockets, type CloudflareConnect } from '../../src/edge/transport/cloudflare-sockets.js'
 import type { Env } from '../../src/edge/worker/env.js'
-import { countingOpens, securitySettings } from '../../src/edge/worker/settings.js'
+import { countingOpens, relayTransport, securitySettings } from '../../src/edge/worker/settings.js'
 
 const env = (extra: Partial<Env>): Env => ({ PRODUCER: undefined as never, KAFKA_BOOTSTRAP: '127.0.0.1:9093', TELEMETRY_TOPIC: 't', ...extra })
 
@@ -70,5 +70,21 @@ describe('countingOpens(transport)', () => {
     // Not a ticket: ignored, as the transport ignores it.
     transport.producerIdTicket = 'junk'
     expect(transport.producerIdTicket).toBe('kpt1.abc.def')
+  })
+})
+
+describe('relayTransport(env)', () => {
+  it('KAFKA_RELAY_URL with the KAFKA_RELAY_TOKEN secret is the WebSocket transport; without the URL, none', () => {
+    expect(relayTransport(env({}))).toBeNull()
+    expect(relayTransport(env({ KAFKA_RELAY_URL: ' ' }))).toBeNull()
+    const t = relayTransport(env({ KAFKA_RELAY_URL: 'wss://relay.example/kafka', KAFKA_RELAY_TOKEN: 'tok' }))
+    expect(t?.name).toBe('websocket')
+    expect(t?.producerIdTicket).toBeNull()
+  })
+
+  it('a relay URL without a token, or beside broker security settings, is a ConfigException that says which to change', () => {
+    expect(() => relayTransport(env({ KAFKA_RELAY_URL: 'wss://relay.example/kafka' }))).toThrow(/without KAFKA_RELAY_TOKEN.*wrangler secret put KAFKA_RELAY_TOKEN/)
+    expect(() => relayTransport(env({ KAFKA_RELAY_URL: 'wss://relay.example/kafka', KAFKA_RELAY_TOKEN: 't', KAFKA_SECURITY_PROTOCOL: 'SASL_SSL' })))
+      .toThrow(ConfigException)
   })
 })

@@ -61,4 +61,11 @@ export interface Env {
   KAFKA_SASL_USERNAME?: string
   /** With SASL_*: the SASL password. Always a secret: `wrangler secret put KAFKA_SASL_PASSWORD`. */
   KAFKA_SASL_PASSWORD?: string
+  /**
+   * Optional: reach the brokers through the kafka-edge relay instead (wss://relay.example/kafka); the
+   * relay holds the broker credentials. KAFKA_BOOTSTRAP may then be any placeholder.
+   */
+  KAFKA_RELAY_URL?: string
+  /** With KAFKA_RELAY_URL: the relay token naming the topic. A secret: `wrangler secret put KAFKA_RELAY_TOKEN`. */
+  KAFKA_RELAY_TOKEN?: string
 }

@@ -7,7 +7,7 @@ import { createProducer, type Producer } from '../producer/producer.js'
 import { loadCore, readBatchRecords, type Core, type CompressionType } from '../wasm/core.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
 import type { DurableObjectState, Env, SqlStorage } from './env.js'
-import { checkpointFromJson, checkpointToJson, countingOpens, securitySettings, type MetricSample } from './settings.js'
+import { checkpointFromJson, checkpointToJson, countingOpens, relayTransport, securitySettings, type MetricSample } from './settings.js'
 import type { TelemetryRecord } from './validate.js'
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
@@ -86,18 +86,20 @@ export class KafkaProducerObject {
 
   /**
    * The producer's settings; override to add or change some. A `transport` here replaces
-   * cloudflareSockets() (e.g. websocket() to the relay); the checkpoint and the core are always the object's.
+   * cloudflareSockets() (KAFKA_RELAY_URL sets websocket() to the relay); the checkpoint and the core
+   * are always the object's.
    */
   protected producerSettings(): ProducerSettings {
+    const relay = relayTransport(this.env)
     return {
-      'bootstrap.servers': this.env.KAFKA_BOOTSTRAP,
+      'bootstrap.servers': this.env.KAFKA_BOOTSTRAP || 'relay:443',
       'client.id': 'kafka-edge-telemetry',
       'compression.type': (this.env.KAFKA_COMPRESSION || 'none') as CompressionType,
       'request.timeout.ms': 10_000,
       'max.block.ms': 15_000,
       // Durable mode has no caller waiting: give a slow broker time; sync mode fails within 30 s.
       'delivery.timeout.ms': this.mode() === 'sync' ? 30_000 : 120_000,
-      ...securitySettings(this.env),
+      ...relay ? { transport: relay } : securitySettings(this.env),
     }
   }
 

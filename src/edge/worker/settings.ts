@@ -2,7 +2,9 @@
 // (which imports build/core.wasm, loadable only by wrangler) so unit tests can import it.
 import type { PendingBatch, ProducerCheckpoint } from '../producer/checkpoint.js'
 import type { ProducerSettings } from '../producer/config.js'
+import { ConfigException } from '../errors.js'
 import type { Transport } from '../transport/transport.js'
+import { websocket } from '../transport/websocket.js'
 import type { Env } from './env.js'
 
 /**
@@ -24,6 +26,21 @@ export function securitySettings(env: Env): ProducerSettings {
   // Passwords may legitimately begin or end with spaces: only an all-blank one counts as unset.
   if (v(env.KAFKA_SASL_PASSWORD) !== undefined) settings['sasl.password'] = env.KAFKA_SASL_PASSWORD
   return settings
+}
+
+/**
+ * The relay transport when KAFKA_RELAY_URL is set, else null (cloudflare:sockets to the brokers). The
+ * relay speaks TLS and SASL to the brokers itself, so the security vars and the relay exclude each other.
+ */
+export function relayTransport(env: Env): Transport | null {
+  const url = env.KAFKA_RELAY_URL?.trim()
+  if (!url) return null
+  if (env.KAFKA_SECURITY_PROTOCOL?.trim()) {
+    throw new ConfigException('KAFKA_RELAY_URL and KAFKA_SECURITY_PROTOCOL are both set: the relay connects to the brokers with its own TLS and SASL; remove one')
+  }
+  const token = env.KAFKA_RELAY_TOKEN?.trim()
+  if (!token) throw new ConfigException('KAFKA_RELAY_URL is set without KAFKA_RELAY_TOKEN: add the relay token as a secret (wrangler secret put KAFKA_RELAY_TOKEN)')
+  return websocket({ url, token })
 }
 
 /**
