@@ -20,6 +20,7 @@ export class Metrics {
   constructor() {
     this.describe('kafka_edge_bridge_connections_total', 'WebSocket connections accepted (upgraded)', 'counter')
     this.describe('kafka_edge_bridge_connections_active', 'WebSocket connections open now', 'gauge')
+    this.describe('kafka_edge_bridge_beacons_active', 'Page-hide beacons being served now (each holds a broker connection)', 'gauge')
     this.describe('kafka_edge_bridge_frames_total', 'Kafka frames relayed, by direction (in = client to broker)', 'counter')
     this.describe('kafka_edge_bridge_bytes_total', 'Frame bytes relayed, size prefix included, by direction', 'counter')
     this.describe('kafka_edge_bridge_rejects_total', 'Upgrades, connections and frames refused, by reason', 'counter')

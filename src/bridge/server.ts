@@ -68,6 +68,17 @@ const clipReason = (s: string): string => {
 }
 
 /**
+ * Answers a connection that will not be served (a bare status line, no body) and closes it; the
+ * socket is destroyed once the answer is out, or after a second if the peer does not read it.
+ */
+function answerAndClose(socket: Duplex, status: number, text: string, headers = ''): void {
+  if (socket.destroyed) return
+  if (!socket.writable) { socket.destroy(); return }
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n${headers}\r\n`, () => socket.destroy())
+  setTimeout(() => socket.destroy(), 1000).unref()
+}
+
+/**
  * What the client is told when its broker connection could not be set up. The reason says which
  * side to look at but carries no credential and no relay config detail; the relay's log has those.
  */
@@ -99,7 +110,9 @@ class Relay implements Bridge {
   private readonly wss: WebSocketServer
   private readonly app = new Hono()
   readonly conns = new Set<RelayConnection>()
+  /** Open WebSocket connections and beacons being served, per client address. */
   private readonly perIp = new Map<string, number>()
+  private beaconsActive = 0
   private readonly perPrincipal = new Map<string, { count: number; frames: Bucket; bytes: Bucket }>()
   /** InitProducerId allowances; kept past the last connection so reconnecting does not refill them. */
   private readonly initPerPrincipal = new Map<string, Bucket>()
@@ -137,6 +150,7 @@ class Relay implements Bridge {
       this.log.warn('metadata_refresh_failed', { error: String(e) })
     })
     this.metrics.gauge('kafka_edge_bridge_connections_active', () => this.conns.size)
+    this.metrics.gauge('kafka_edge_bridge_beacons_active', () => this.beaconsActive)
     this.metrics.gauge('kafka_edge_bridge_learned_brokers', () => this.destinations.learnedCount)
     this.metrics.gauge('kafka_edge_bridge_process_resident_memory_bytes', () => process.memoryUsage.rss())
     this.metrics.gauge('kafka_edge_bridge_producer_ids_bound', () => this.bindings.size)
@@ -157,15 +171,19 @@ class Relay implements Bridge {
       // Kafka batches are compressed already; deflate would cost CPU and invite decompression bombs.
       perMessageDeflate: false,
       clientTracking: false,
+      // The relay answers pings itself, once each has drawn on the client's budgets (admitMessage).
+      autoPong: false,
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
     })
     this.routes()
-    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-      this.clearUpgradeTimer(req.socket)
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => this.contain('http', res.socket, () => {
+      // Held here: Node detaches req.socket from a response that closes its connection.
+      const socket = req.socket
+      this.clearUpgradeTimer(socket)
       // Keep-alive: the next request on this socket gets the same header deadline as the first.
-      res.once('finish', () => { if (!req.socket.destroyed) this.armHeaderDeadline(req.socket) })
+      res.once('finish', () => this.contain('http', socket, () => { if (!socket.destroyed) this.armHeaderDeadline(socket) }))
       void this.http(req, res)
-    }
+    })
     this.server = cfg.listenTls
       ? createTlsServer({ cert: cfg.listenTls.cert, key: cfg.listenTls.key, handshakeTimeout: cfg.limits.upgradeTimeoutMs }, onRequest)
       : createServer(onRequest)
@@ -174,11 +192,13 @@ class Relay implements Bridge {
     this.server.requestTimeout = Math.max(cfg.limits.upgradeTimeoutMs + 2000, 30_000)
     // Slowloris: a connection gets upgradeTimeoutMs to finish its request headers.
     this.server.on(cfg.listenTls ? 'secureConnection' : 'connection', (socket: Socket) => this.armHeaderDeadline(socket))
-    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head))
-    this.server.on('clientError', (_err, socket: Duplex) => {
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.contain('upgrade', socket, () => this.upgrade(req, socket, head)))
+    this.server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
       this.metrics.inc(M.rejects, { reason: 'bad_http' })
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')
-      socket.destroy()
+      // Node's own answers: 431 for oversized headers, 408 for its request timeout, else 400.
+      if (err.code === 'HPE_HEADER_OVERFLOW') answerAndClose(socket, 431, 'Request Header Fields Too Large')
+      else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') answerAndClose(socket, 408, 'Request Timeout')
+      else answerAndClose(socket, 400, 'Bad Request')
     })
   }
 
@@ -186,9 +206,29 @@ class Relay implements Bridge {
   get url(): string { return `${this.cfg.listenTls ? 'wss' : 'ws'}://${hostPortKey({ host: this.cfg.listen.host, port: this.port })}${this.cfg.path}` }
   get httpUrl(): string { return `${this.cfg.listenTls ? 'https' : 'http'}://${hostPortKey({ host: this.cfg.listen.host, port: this.port })}` }
 
+  /**
+   * Runs one client's event handler so that whatever it throws stays with that client: the error is
+   * logged and counted, and that client's socket (when there is one) is answered 500 and closed.
+   * The relay serves every tenant from one process, so no single request may end it.
+   */
+  contain(where: string, socket: Duplex | null, fn: () => void): void {
+    try { fn() } catch (e) {
+      this.metrics.inc(M.rejects, { reason: 'internal_error' })
+      this.log.error('handler_error', { where, error: String((e as Error)?.stack ?? e).slice(0, 2000) })
+      if (socket && !socket.destroyed) {
+        if ((socket as Socket).bytesWritten === 0) answerAndClose(socket, 500, 'Internal Server Error')
+        else socket.destroy()
+      }
+    }
+  }
+
   private armHeaderDeadline(socket: Duplex): void {
     this.clearUpgradeTimer(socket)
-    const t = setTimeout(() => { this.metrics.inc(M.rejects, { reason: 'upgrade_timeout' }); socket.destroy() }, this.cfg.limits.upgradeTimeoutMs)
+    const t = setTimeout(() => this.contain('header_deadline', socket, () => {
+      this.metrics.inc(M.rejects, { reason: 'upgrade_timeout' })
+      // A connection that is told nothing cannot tell a slow relay from a dead one.
+      answerAndClose(socket, 408, 'Request Timeout')
+    }), this.cfg.limits.upgradeTimeoutMs)
     const first = !this.upgradeTimers.has(socket) && !this.deadlineWatched.has(socket)
     this.upgradeTimers.set(socket, t)
     if (first) {
@@ -326,13 +366,33 @@ class Relay implements Bridge {
    */
   private async beacon(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const origin = req.headers.origin
-    const reply = (status: number, body: string | Buffer, reason: string | null): void => {
+    const reply = (status: number, body: string | Buffer, reason: string | null, headers: Record<string, string> = {}): void => {
       if (reason) { this.metrics.inc(M.rejects, { reason: `beacon_${reason}` }); this.log.info('beacon_rejected', { status, reason: String(body).slice(0, 120) }) }
-      res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream', ...(origin && this.originAllowed(origin) ? { 'access-control-allow-origin': origin, vary: 'Origin' } : {}) })
+      if (res.headersSent || res.destroyed) return
+      res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream', ...(origin && this.originAllowed(origin) ? { 'access-control-allow-origin': origin, vary: 'Origin' } : {}), ...headers })
       res.end(body)
     }
+    // A beacon holds a broker connection while it is served, so it counts against the same caps as
+    // a WebSocket: per address from the first byte, per principal once its token is verified.
+    const ip = req.socket.remoteAddress ?? 'unknown'
+    if ((this.perIp.get(ip) ?? 0) >= this.cfg.limits.connectionsPerIp) { req.resume(); return reply(429, 'too many connections from this address', 'connections_per_ip', { 'retry-after': '1' }) }
+    if (this.conns.size + this.beaconsActive >= this.cfg.limits.maxConnections) { req.resume(); return reply(503, 'the relay is at its connection limit', 'max_connections', { 'retry-after': '1' }) }
+    this.holdIp(ip)
+    this.beaconsActive++
+    const held: { principal: string | null } = { principal: null }
+    try {
+      await this.serveBeacon(req, reply, held)
+    } finally {
+      this.beaconsActive--
+      this.releaseIp(ip)
+      if (held.principal !== null) this.releasePrincipal(held.principal)
+    }
+  }
+
+  private async serveBeacon(req: IncomingMessage, reply: (status: number, body: string | Buffer, reason: string | null, headers?: Record<string, string>) => void, held: { principal: string | null }): Promise<void> {
+    const origin = req.headers.origin
     if (!this.originAllowed(origin)) return reply(403, origin === undefined ? 'a request without Origin is not allowed' : `Origin ${origin} is not allowed`, 'origin')
-    const tooLarge = () => { res.setHeader('connection', 'close'); reply(413, `a beacon carries at most ${BEACON_MAX_BYTES} bytes`, 'too_large') }
+    const tooLarge = () => reply(413, `a beacon carries at most ${BEACON_MAX_BYTES} bytes`, 'too_large', { connection: 'close' })
     if (Number(req.headers['content-length'] ?? 0) > BEACON_MAX_BYTES) { req.resume(); return tooLarge() }
     const chunks: Buffer[] = []
     let size = 0
@@ -358,6 +418,9 @@ class Relay implements Bridge {
     const auth = typeof head.token === 'string' ? await this.authn.verify(head.token) : { ok: false as const, expired: false, reason: 'no token' }
     if (!auth.ok) return reply(401, auth.expired ? 'token expired' : `authentication failed: ${auth.reason}`, auth.expired ? 'token_expired' : 'unauthenticated')
     const principal = auth.claims.sub
+    const budget = this.admitPrincipal(principal)
+    if (!budget) return reply(429, 'too many connections for this principal', 'connections_per_principal', { 'retry-after': '1' })
+    held.principal = principal
     const grants = grantsFor(auth.claims)
     if (typeof head.ticket === 'string') {
       const v = this.tickets.verify(head.ticket, Date.now() / 1000)
@@ -377,6 +440,10 @@ class Relay implements Bridge {
       if (!verdict.ok) return reply(403, verdict.reason, verdict.metric)
       if (verdict.apiKey !== Produce.key || !verdict.expectResponse) return reply(403, 'a beacon carries Produce requests with acks 1 or -1 only', 'api')
     }
+    // The principal's frame and byte budgets are the WebSocket path's: a beacon is not a way around them.
+    const wait = Math.max(budget.frames.take(frames.length), budget.bytes.take(body.length))
+    if (wait > this.cfg.limits.maxThrottleMs) return reply(429, 'rate limit exceeded', 'rate', { 'retry-after': String(Math.ceil(wait / 1000)) })
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait))
     const dest = await this.destinations.resolve(typeof head.broker === 'string' ? head.broker : null)
     if (!dest.ok) return reply(403, dest.reason, 'destination')
     let up: Awaited<ReturnType<typeof openUpstream>>
@@ -417,7 +484,10 @@ class Relay implements Bridge {
     } catch (e) {
       reply(502, (e as Error).message, null)
     } finally {
+      // The slot this beacon holds frees once its broker connection is gone, not when asked to go.
+      const gone = up.socket.closed ? Promise.resolve() : new Promise((r) => up.socket.once('close', r))
       up.socket.destroy()
+      await gone
     }
   }
 
@@ -426,11 +496,10 @@ class Relay implements Bridge {
     if (t) { clearTimeout(t); this.upgradeTimers.delete(socket) }
   }
 
-  private rejectHttp(socket: Duplex, status: number, text: string, reason: string): void {
+  private rejectHttp(socket: Duplex, status: number, text: string, reason: string, headers = ''): void {
     this.metrics.inc(M.rejects, { reason })
     this.log.info('upgrade_rejected', { status, reason })
-    if (socket.writable) socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
-    socket.destroy()
+    answerAndClose(socket, status, text, headers)
   }
 
   private originAllowed(origin: string | undefined): boolean {
@@ -445,8 +514,8 @@ class Relay implements Bridge {
     if (this.closing) return this.rejectHttp(socket, 503, 'Service Unavailable', 'shutting_down')
     if (url.pathname !== this.cfg.path) return this.rejectHttp(socket, 404, 'Not Found', 'path')
     const ip = req.socket.remoteAddress ?? 'unknown'
-    if ((this.perIp.get(ip) ?? 0) >= this.cfg.limits.connectionsPerIp) return this.rejectHttp(socket, 429, 'Too Many Requests', 'connections_per_ip')
-    if (this.conns.size >= this.cfg.limits.maxConnections) return this.rejectHttp(socket, 503, 'Service Unavailable', 'max_connections')
+    if ((this.perIp.get(ip) ?? 0) >= this.cfg.limits.connectionsPerIp) return this.rejectHttp(socket, 429, 'Too Many Requests', 'connections_per_ip', 'Retry-After: 1\r\n')
+    if (this.conns.size + this.beaconsActive >= this.cfg.limits.maxConnections) return this.rejectHttp(socket, 503, 'Service Unavailable', 'max_connections', 'Retry-After: 1\r\n')
     // Cross-site WebSocket hijacking needs a browser, and browsers always send Origin. A refused Origin
     // is still upgraded, then closed with 4403 before anything is read: a page only sees close codes.
     const origin = req.headers.origin
@@ -465,7 +534,7 @@ class Relay implements Bridge {
     // Counted only once the WebSocket layer accepted the upgrade: one it refuses (no
     // Sec-WebSocket-Key, bad version) never reaches this callback, so it holds nothing.
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1)
+      this.holdIp(ip)
       this.metrics.inc(M.connections)
       const conn = new RelayConnection(this, ws, setup)
       this.conns.add(conn)
@@ -476,12 +545,20 @@ class Relay implements Bridge {
   /** Called once per connection when it ends. */
   release(conn: RelayConnection): void {
     if (!this.conns.delete(conn)) return
-    const n = (this.perIp.get(conn.ip) ?? 1) - 1
-    if (n <= 0) this.perIp.delete(conn.ip); else this.perIp.set(conn.ip, n)
-    if (conn.principal !== null) {
-      const p = this.perPrincipal.get(conn.principal)
-      if (p && --p.count <= 0) this.perPrincipal.delete(conn.principal)
-    }
+    this.releaseIp(conn.ip)
+    if (conn.principal !== null) this.releasePrincipal(conn.principal)
+  }
+
+  private holdIp(ip: string): void { this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1) }
+
+  private releaseIp(ip: string): void {
+    const n = (this.perIp.get(ip) ?? 1) - 1
+    if (n <= 0) this.perIp.delete(ip); else this.perIp.set(ip, n)
+  }
+
+  private releasePrincipal(sub: string): void {
+    const p = this.perPrincipal.get(sub)
+    if (p && --p.count <= 0) this.perPrincipal.delete(sub)
   }
 
   /** Counts a principal's connection; null when it has too many. */
@@ -676,8 +753,15 @@ class RelayConnection implements RequestContext {
     const onData = (chunk: Buffer) => this.onRawData(chunk.length)
     this.setup.socket.on('data', onData)
     ws.once('close', () => this.setup.socket.off('data', onData))
-    ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary))
-    ws.on('pong', () => { this.awaitingPong = false })
+    ws.on('message', (data: Buffer, isBinary: boolean) => this.guard(() => this.onMessage(data, isBinary)))
+    // Control frames cost the relay too (ws answers every ping): they draw on the same budgets.
+    ws.on('ping', (data: Buffer) => this.guard(() => {
+      if (!this.admitMessage(data.length)) return
+      // A client that sends pings and never reads the pongs is a slow reader like any other.
+      if (ws.bufferedAmount > relay.cfg.limits.highWaterBytes) return this.close(CloseCode.RATE_LIMITED, 'pongs not read', 'rate')
+      ws.pong(data)
+    }))
+    ws.on('pong', (data: Buffer) => this.guard(() => { this.awaitingPong = false; this.admitMessage(data.length) }))
     ws.on('error', (err: Error & { code?: string }) => {
       // ws closes with 1009 itself when a message exceeds maxPayload.
       const reason = err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? 'frame_too_large' : 'ws_protocol'
@@ -736,7 +820,7 @@ class RelayConnection implements RequestContext {
     if (this.closed) { up.socket.destroy(); return }
     this.upstream = up.socket
     this.decoder = up.decoder
-    up.socket.on('data', (chunk: Buffer) => this.onUpstreamData(chunk))
+    up.socket.on('data', (chunk: Buffer) => this.guard(() => this.onUpstreamData(chunk)))
     up.socket.on('drain', () => this.resume('upstream'))
     up.socket.on('error', (e) => { relay.metrics.inc(M.upstreamErrors, { kind: 'io' }); relay.log.info('upstream_error', { broker: this.target, error: e.message }) })
     up.socket.on('close', () => this.close(CloseCode.UPSTREAM_UNAVAILABLE, 'broker closed the connection', null))
@@ -774,6 +858,8 @@ class RelayConnection implements RequestContext {
       relay.metrics.inc('kafka_edge_bridge_faults_total', { kind: 'close_on_frame' })
       return this.abort()
     }
+    // Every message draws on the budgets before the relay spends anything on it (a ticket costs an HMAC).
+    if (!this.admitMessage(data.length)) return
     if (!isBinary) {
       const control = data.length <= 2048 ? parseControl(data.toString('utf8')) : null
       if (!control) return this.close(CloseCode.BAD_FRAME, 'text message: send each Kafka frame as one binary message', 'bad_frame')
@@ -785,14 +871,6 @@ class RelayConnection implements RequestContext {
     const verdict = inspectRequest(data.subarray(4), this)
     if (!verdict.ok) return this.close(verdict.code, verdict.reason, verdict.metric)
 
-    const wait = Math.max(this.frames.take(1), this.bytes.take(data.length), this.principalBuckets!.frames.take(1), this.principalBuckets!.bytes.take(data.length))
-    if (wait > limits.maxThrottleMs) return this.close(CloseCode.RATE_LIMITED, 'rate limit exceeded', 'rate')
-    if (wait > 0) {
-      relay.metrics.inc(M.rejects, { reason: 'throttled' })
-      this.pause('rate')
-      if (this.rateTimer) clearTimeout(this.rateTimer)
-      this.rateTimer = setTimeout(() => { this.rateTimer = null; this.resume('rate') }, wait)
-    }
     if (verdict.expectResponse) {
       if (this.pending.has(verdict.correlationId)) return this.close(CloseCode.BAD_FRAME, `correlation id ${verdict.correlationId} is already in flight`, 'bad_frame')
       // ws may emit a few already-buffered messages after pause(); beyond this hard bound the client is ignoring backpressure.
@@ -813,6 +891,33 @@ class RelayConnection implements RequestContext {
       this.queuedBytes += data.length
       if (this.queuedBytes > limits.highWaterBytes) return this.close(CloseCode.RATE_LIMITED, 'too much sent before the broker connection was ready', 'in_flight')
       this.queue.push(data)
+    }
+  }
+
+  /**
+   * Takes one message of `bytes` from the connection's and the principal's budgets. Over budget the
+   * connection stops being read until the budget refills; far over it, it is closed (false).
+   */
+  private admitMessage(bytes: number): boolean {
+    if (this.state === 'closed' || !this.principalBuckets) return false
+    const { relay } = this
+    const wait = Math.max(this.frames.take(1), this.bytes.take(bytes), this.principalBuckets.frames.take(1), this.principalBuckets.bytes.take(bytes))
+    if (wait > relay.cfg.limits.maxThrottleMs) { this.close(CloseCode.RATE_LIMITED, 'rate limit exceeded', 'rate'); return false }
+    if (wait > 0) {
+      relay.metrics.inc(M.rejects, { reason: 'throttled' })
+      this.pause('rate')
+      if (this.rateTimer) clearTimeout(this.rateTimer)
+      this.rateTimer = setTimeout(() => { this.rateTimer = null; this.resume('rate') }, wait)
+    }
+    return true
+  }
+
+  /** A handler's error closes this connection (1011) and goes no further. */
+  private guard(fn: () => void): void {
+    try { fn() } catch (e) {
+      this.relay.metrics.inc(M.rejects, { reason: 'internal_error' })
+      this.relay.log.error('handler_error', { where: 'connection', ip: this.ip, principal: this.principal, error: String((e as Error)?.stack ?? e).slice(0, 2000) })
+      this.close(CloseCode.INTERNAL, 'relay error', null)
     }
   }
 

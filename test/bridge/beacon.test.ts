@@ -131,6 +131,47 @@ describe('relay: page-hide beacon route', () => {
     expect(errorCodes(ok.bytes)).toEqual([[0]])
   })
 
+  it('beacons draw on the WebSocket caps: per address and per principal, refused past them with 429 and Retry-After', async () => {
+    // A red-team run opened 333 broker connections with 400 beacons at once, where a WebSocket
+    // client is held to 200 per address and 100 per principal.
+    let open = 0
+    let most = 0
+    const capped = await startRelay(cluster, { path: '/kafka', limits: { connectionsPerIp: 30, connectionsPerPrincipal: 12 } }, {
+      openUpstream: async (...args) => {
+        open++
+        most = Math.max(most, open)
+        // Long enough that every beacon of the burst is in flight at once.
+        await new Promise((r) => setTimeout(r, 400))
+        try {
+          const up = await openUpstream(...args)
+          up.socket.once('close', () => { open-- })
+          return up
+        } catch (e) { open--; throw e }
+      },
+    })
+    try {
+      const statuses = await Promise.all(Array.from({ length: 80 }, async () => {
+        const body = Buffer.concat([Buffer.from(`${JSON.stringify({ token: token({ sub: 'page' }), broker, ticket })}\n`), frameOf(cp)])
+        const res = await fetch(`${capped.httpUrl}/kafka/beacon`, { method: 'POST', body, headers: { origin: ORIGIN } })
+        await res.arrayBuffer()
+        return { status: res.status, retryAfter: res.headers.get('retry-after') }
+      }))
+      expect(most).toBeLessThanOrEqual(12)
+      const refused = statuses.filter((s) => s.status === 429)
+      expect(statuses.filter((s) => s.status === 200).length).toBeGreaterThanOrEqual(12)
+      expect(refused.length).toBeGreaterThan(0)
+      expect(refused.every((s) => s.retryAfter === '1')).toBe(true)
+      expect(statuses.every((s) => s.status === 200 || s.status === 429)).toBe(true)
+      // Released when served: the next beacon passes, and the WebSocket path counts the same slots.
+      expect((await post(capped, { token: token({ sub: 'page' }), broker, ticket }, frameOf(cp))).status).toBe(200)
+      expect(capped.metrics.render()).toMatch(/kafka_edge_bridge_beacons_active 0\b/)
+    } finally {
+      await capped.close()
+    }
+    // Every beacon carried the same batch: the log still holds it once.
+    expect(await readTopic(cluster, topic, { isolation: 'read_uncommitted' })).toHaveLength(3)
+  })
+
   it('several batches of one partition in one beacon go out in sequence order, each after the previous answer; a bad frame among them sends none', async () => {
     const core = await loadCore()
     const { producerId, epoch } = batchIdentity(cp.pending[0]!.bytes)
