@@ -52,6 +52,8 @@ export interface Bridge {
   close(opts?: { drainTimeoutMs?: number }): Promise<void>
 }
 
+type BeaconReply = (status: number, body: string | Buffer, reason: string | null, headers?: Record<string, string>) => void
+
 interface Pending { apiKey: number; version: number; t0: number; learn: boolean; drop: boolean; init: { transactionalId: string | null } | null }
 
 const M = {
@@ -366,7 +368,7 @@ class Relay implements Bridge {
    */
   private async beacon(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const origin = req.headers.origin
-    const reply = (status: number, body: string | Buffer, reason: string | null, headers: Record<string, string> = {}): void => {
+    const reply: BeaconReply = (status, body, reason, headers = {}) => {
       if (reason) { this.metrics.inc(M.rejects, { reason: `beacon_${reason}` }); this.log.info('beacon_rejected', { status, reason: String(body).slice(0, 120) }) }
       if (res.headersSent || res.destroyed) return
       res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream', ...(origin && this.originAllowed(origin) ? { 'access-control-allow-origin': origin, vary: 'Origin' } : {}), ...headers })
@@ -389,7 +391,7 @@ class Relay implements Bridge {
     }
   }
 
-  private async serveBeacon(req: IncomingMessage, reply: (status: number, body: string | Buffer, reason: string | null, headers?: Record<string, string>) => void, held: { principal: string | null }): Promise<void> {
+  private async serveBeacon(req: IncomingMessage, reply: BeaconReply, held: { principal: string | null }): Promise<void> {
     const origin = req.headers.origin
     if (!this.originAllowed(origin)) return reply(403, origin === undefined ? 'a request without Origin is not allowed' : `Origin ${origin} is not allowed`, 'origin')
     const tooLarge = () => reply(413, `a beacon carries at most ${BEACON_MAX_BYTES} bytes`, 'too_large', { connection: 'close' })
