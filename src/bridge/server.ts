@@ -195,6 +195,11 @@ class Relay implements Bridge {
     // Slowloris: a connection gets upgradeTimeoutMs to finish its request headers.
     this.server.on(cfg.listenTls ? 'secureConnection' : 'connection', (socket: Socket) => this.armHeaderDeadline(socket))
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.contain('upgrade', socket, () => this.upgrade(req, socket, head)))
+    // Without a listener Node drops a CONNECT request's connection unanswered, with any pipelined answers before it.
+    this.server.on('connect', (_req: IncomingMessage, socket: Duplex) => this.contain('connect', socket, () => {
+      this.metrics.inc(M.rejects, { reason: 'bad_http' })
+      answerAndClose(socket, 405, 'Method Not Allowed')
+    }))
     this.server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
       this.metrics.inc(M.rejects, { reason: 'bad_http' })
       // Node's own answers: 431 for oversized headers, 408 for its request timeout, else 400.
