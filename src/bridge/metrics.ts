@@ -25,6 +25,7 @@ export class Metrics {
     this.describe('kafka_edge_bridge_bytes_total', 'Frame bytes relayed, size prefix included, by direction', 'counter')
     this.describe('kafka_edge_bridge_rejects_total', 'Upgrades, connections and frames refused, by reason', 'counter')
     this.describe('kafka_edge_bridge_upstream_errors_total', 'Broker connection failures, by kind', 'counter')
+    this.describe('kafka_edge_bridge_upstream_reauthentications_total', 'KIP-368 re-authentications of broker connections in place, by result', 'counter')
     this.describe('kafka_edge_bridge_request_duration_seconds', 'Request forwarded to response relayed, by API', 'histogram')
     this.describe('kafka_edge_bridge_faults_total', 'Faults injected (tests only: faults.enabled and KAFKA_EDGE_BRIDGE_FAULTS=1)', 'counter')
     this.describe('kafka_edge_bridge_learned_brokers', 'Broker endpoints learned from responses', 'gauge')

@@ -5,7 +5,11 @@ import { connect as tcpConnect, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { Hono } from 'hono'
 import { WebSocketServer, type WebSocket } from 'ws'
-import { API_NAMES, FindCoordinator, InitProducerId, Metadata, Produce, apiByKey, decodeResponse } from '../edge/protocol/index.js'
+import {
+  API_NAMES, FindCoordinator, InitProducerId, Metadata, Produce, apiByKey, decodeResponse, encodeRequest,
+  type ApiSchema, type RequestBody, type ResponseBody,
+} from '../edge/protocol/index.js'
+import { authenticate, reauthenticationDelay, type SaslCall } from '../edge/auth/sasl.js'
 import type { FrameDecoder } from '../edge/protocol/frame-decoder.js'
 import { SslAuthenticationException } from '../edge/errors.js'
 import { CloseCode } from './codes.js'
@@ -18,6 +22,7 @@ import { hasTopLevelTags } from './scan.js'
 import { ProducerIdBindings, TicketKeys, deriveTicketKey } from './tickets.js'
 import type { TokenClaims, TokenResult } from './token.js'
 import { UpstreamError, fetchBrokers, openUpstream } from './upstream.js'
+import { saslMechanism } from './credentials.js'
 
 /** The subprotocol the relay speaks; clients offer it next to `kafka-edge.bearer.<token>`. */
 export const SUBPROTOCOL = 'kafka-edge.v1'
@@ -54,7 +59,14 @@ export interface Bridge {
 
 type BeaconReply = (status: number, body: string | Buffer, reason: string | null, headers?: Record<string, string>) => void
 
-interface Pending { apiKey: number; version: number; t0: number; learn: boolean; drop: boolean; init: { transactionalId: string | null } | null }
+interface Pending {
+  apiKey: number; version: number; t0: number; learn: boolean; drop: boolean; init: { transactionalId: string | null } | null
+  /** Set for the relay's own requests (re-authentication): their answers go here, not to the client. */
+  own?: { answer: (body: Uint8Array) => void; fail: (e: Error) => void }
+}
+
+/** Where the relay's own correlation ids start on a client's connection (the first free one is used). */
+const OWN_CORRELATION = 0x7e100000
 
 const M = {
   connections: 'kafka_edge_bridge_connections_total',
@@ -661,6 +673,9 @@ class RelayConnection implements RequestContext {
   private unsent = 0
   principal: string | null = null
   private target = ''
+  private upstreamTarget: HostPort | null = null
+  private reauthTimer: NodeJS.Timeout | null = null
+  private reauthenticating = false
   readonly ip: string
   private readonly broker: string | null
   /** Producer ids this connection has verified (from the relay-wide bindings or a ticket); the last one is checked first. */
@@ -830,17 +845,77 @@ class RelayConnection implements RequestContext {
     up.socket.on('data', (chunk: Buffer) => this.guard(() => this.onUpstreamData(chunk)))
     up.socket.on('drain', () => this.resume('upstream'))
     up.socket.on('error', (e) => { relay.metrics.inc(M.upstreamErrors, { kind: 'io' }); relay.log.info('upstream_error', { broker: this.target, error: e.message }) })
-    up.socket.on('close', () => this.close(CloseCode.UPSTREAM_UNAVAILABLE, 'broker closed the connection', null))
-    if (up.sessionLifetimeMs > 0) {
-      // The broker drops a connection whose SASL session ends; re-authenticating inside a client's
-      // stream is not worth the complexity, so the client reconnects a little before that.
-      this.timers.push(setTimeout(() => { void this.drain(CloseCode.UPSTREAM_SESSION_END, 'broker session lifetime reached') }, Math.max(1000, up.sessionLifetimeMs * 0.9)))
-    }
+    up.socket.on('close', () => {
+      // A broker that refuses the renewal closes right behind its answer, before the exchange reads it.
+      if (this.reauthenticating) this.close(CloseCode.UPSTREAM_SESSION_END, 'relay could not re-authenticate to the broker; reconnect', null)
+      else this.close(CloseCode.UPSTREAM_UNAVAILABLE, 'broker closed the connection', null)
+    })
+    this.upstreamTarget = dest.target
+    this.scheduleReauthentication(up.sessionLifetimeMs)
     relay.log.debug('connected', { ip: this.ip, principal: this.principal, broker: this.target })
     if (this.state === 'setup') this.state = 'open'
     for (const f of this.queue.splice(0)) this.forward(f)
     this.queuedBytes = 0
     this.resume('setup')
+  }
+
+  /** KIP-368: the broker ends the SASL session after its lifetime; the relay renews it in place before then. */
+  private scheduleReauthentication(lifetimeMs: number): void {
+    if (lifetimeMs <= 0 || this.closed) return
+    if (this.reauthTimer) clearTimeout(this.reauthTimer)
+    this.reauthTimer = setTimeout(() => { this.reauthTimer = null; void this.reauthenticate() }, Math.max(500, reauthenticationDelay(lifetimeMs)))
+  }
+
+  /**
+   * Re-authenticates the broker connection without the client seeing it: client frames stop being
+   * forwarded (they queue), SaslHandshake and SaslAuthenticate go out under correlation ids of the
+   * relay's own, and the broker answers what was already in flight before it reads the handshake,
+   * so responses stay in order. The queue is forwarded once the session is renewed. A failure ends
+   * the connection with 4503, which clients treat as a reconnect.
+   */
+  private async reauthenticate(): Promise<void> {
+    const { relay } = this
+    if (this.closed || !this.upstream || !relay.cfg.sasl || !this.upstreamTarget) return
+    this.reauthenticating = true
+    this.pause('reauth')
+    let timer: NodeJS.Timeout | undefined
+    try {
+      const timeoutMs = relay.cfg.limits.upstreamTimeoutMs
+      // v1 of both: only SaslAuthenticate v1 carries the session lifetime that brought the relay here.
+      const call: SaslCall = (api, body) => this.ownRequest(api, 1, body) as never
+      const deadline = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs) })
+      const session = await Promise.race([authenticate(saslMechanism(relay.cfg.sasl, timeoutMs), this.upstreamTarget, call), deadline])
+      if (this.closed) return
+      relay.metrics.inc('kafka_edge_bridge_upstream_reauthentications_total', { result: 'ok' })
+      relay.log.debug('upstream_reauthenticated', { broker: this.target, principal: this.principal, sessionLifetimeMs: session.lifetimeMs })
+      this.reauthenticating = false
+      for (const f of this.queue.splice(0)) this.forward(f)
+      this.queuedBytes = 0
+      this.resume('reauth')
+      this.scheduleReauthentication(session.lifetimeMs)
+    } catch (e) {
+      relay.metrics.inc('kafka_edge_bridge_upstream_reauthentications_total', { result: 'failed' })
+      relay.log.warn('upstream_reauthentication_failed', { broker: this.target, principal: this.principal, error: String((e as Error)?.message ?? e) })
+      this.close(CloseCode.UPSTREAM_SESSION_END, 'relay could not re-authenticate to the broker; reconnect', null)
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  /** A request of the relay's own on this connection, answered by the broker in its turn. */
+  private ownRequest<A extends ApiSchema>(api: A, version: number, body: RequestBody<A>): Promise<ResponseBody<A>> {
+    let correlationId = OWN_CORRELATION
+    while (this.pending.has(correlationId)) correlationId++
+    return new Promise((resolve, reject) => {
+      this.pending.set(correlationId, {
+        apiKey: api.key, version, t0: performance.now(), learn: false, drop: false, init: null,
+        own: {
+          answer: (frame) => { try { resolve(decodeResponse(api, version, frame) as ResponseBody<A>) } catch (e) { reject(e as Error) } },
+          fail: reject,
+        },
+      })
+      this.upstream!.write(encodeRequest(api, version, correlationId, 'kafka-edge-bridge', body))
+    })
   }
 
   private pause(reason: string): void {
@@ -893,7 +968,7 @@ class RelayConnection implements RequestContext {
     }
     relay.count.framesIn()
     relay.count.bytesIn(data.length)
-    if (this.upstream) this.forward(data)
+    if (this.upstream && !this.reauthenticating) this.forward(data)
     else {
       this.queuedBytes += data.length
       if (this.queuedBytes > limits.highWaterBytes) return this.close(CloseCode.RATE_LIMITED, 'too much sent before the broker connection was ready', 'in_flight')
@@ -954,6 +1029,7 @@ class RelayConnection implements RequestContext {
       return this.close(CloseCode.INTERNAL, 'broker answered a request the relay did not forward', null)
     }
     this.pending.delete(correlationId)
+    if (p.own) return p.own.answer(body)
     if (this.pending.size < relay.cfg.limits.maxInFlight) this.resume('inflight')
     relay.latencyFor(p.apiKey)((performance.now() - p.t0) / 1000)
     if (p.learn) this.learn(p, body)
@@ -1085,7 +1161,9 @@ class RelayConnection implements RequestContext {
     for (const t of this.timers) clearTimeout(t)
     this.timers = []
     if (this.rateTimer) clearTimeout(this.rateTimer)
+    if (this.reauthTimer) clearTimeout(this.reauthTimer)
     this.upstream?.destroy()
+    for (const p of this.pending.values()) p.own?.fail(new Error('the broker connection closed'))
     this.pending.clear()
     this.queue.length = 0
     this.messageDone()
