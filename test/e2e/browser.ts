@@ -171,11 +171,8 @@ export async function launchEngine(name: EngineName): Promise<Engine> {
       version: () => Promise.resolve(wk.version),
       // The session's first window is the first tab, so the session never runs without a window.
       newTab: async (url) => { const t = first ? await wk.firstTab(url) : await wk.newTab(url); first = false; return tab(await ready(t)) },
-      crashRenderer: () => {
-        const victims = wk.webProcesses()
-        for (const v of victims) { try { process.kill(v, 'SIGKILL') } catch { /* gone */ } }
-        return Promise.resolve(victims.length)
-      },
+      // WebKitWebDriver ends the whole session when a web process dies (faultKindsFor in browser-torture.ts).
+      crashRenderer: () => Promise.reject(new Error('WebKitWebDriver deletes the session when a WebKitWebProcess dies: a renderer crash ends the run')),
       close: () => wk.close(),
     }
   }

@@ -102,14 +102,21 @@ export class WebKit {
     return tab
   }
 
+  /**
+   * Closes `window`. WebDriver then has no current window, and "new window" needs one: the session
+   * moves to a window still open (closing the last one would end the session).
+   */
+  closeWindow(window: string): Promise<void> {
+    return this.inWindow(window, async () => {
+      const left = await this.command('DELETE', '/window') as string[]
+      this.current = ''
+      if (left[0] !== undefined) { await this.command('POST', '/window', { handle: left[0] }); this.current = left[0] }
+    })
+  }
+
   /** @internal for WebKitTab */
   run<T>(window: string, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
     return this.inWindow(window, () => this.command(method, path, body) as Promise<T>)
-  }
-
-  /** The processes rendering web pages (WebKitWebProcess), as `ps` shows them under the driver. */
-  webProcesses(): number[] {
-    return childPids(this.driver.pid!).filter((p) => /WebKitWebProcess/.test(p.args)).map((p) => p.pid)
   }
 
   driverLog(): string { return this.log() }
@@ -139,7 +146,7 @@ export class WebKitTab {
   async evaluate<T>(fn: string | ((...args: never[]) => unknown), ...args: unknown[]): Promise<T> {
     const call = typeof fn === 'string' ? `(() => (${fn}))()` : `(${fn.toString()})(...${JSON.stringify(args)})`
     const script = `const done = arguments[arguments.length - 1];
-      Promise.resolve().then(() => ${call}).then((v) => done({ ok: v === undefined ? null : v }), (e) => done({ error: String(e && e.stack || e) }))`
+      Promise.resolve().then(() => ${call}).then((v) => done({ ok: v === undefined ? null : v }), (e) => done({ error: String(e) + (e && e.stack ? " at " + e.stack : "") }))`
     const r = await this.wk.run<{ ok?: T; error?: string }>(this.handle, 'POST', '/execute/async', { script, args: [] })
     if (r.error !== undefined) throw new Error(`in the page: ${r.error}`)
     return r.ok as T
@@ -155,5 +162,5 @@ export class WebKitTab {
     }
   }
 
-  close(): Promise<void> { return this.wk.run(this.handle, 'DELETE', '/window') }
+  close(): Promise<void> { return this.wk.closeWindow(this.handle) }
 }
