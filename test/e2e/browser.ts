@@ -9,7 +9,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { resolveConfig, signToken, startBridge, type Bridge } from '../../src/bridge/index.js'
 import { childPids } from '../helpers/processes.js'
-import { WebKit, type WebKitTab } from './webkit.js'
+import { WebKit, webkitMissing, type WebKitTab } from './webkit.js'
 import { ROOT, freePort } from './wrangler.js'
 
 export const CHROMIUM = '/usr/bin/chromium'
@@ -20,7 +20,7 @@ export const hasFirefox = existsSync(FIREFOX)
 export type BrowserName = 'chromium' | 'firefox'
 /** Every engine the torture run drives: those two and WebKitGTK (test/e2e/webkit.ts). */
 export type EngineName = BrowserName | 'webkit'
-export const BROWSERS: Array<{ name: BrowserName; present: boolean }> = [{ name: 'chromium', present: hasChromium }, { name: 'firefox', present: hasFirefox }]
+export const ENGINES: Array<{ name: EngineName; present: boolean }> = [{ name: 'chromium', present: hasChromium }, { name: 'firefox', present: hasFirefox }, { name: 'webkit', present: webkitMissing === undefined }]
 
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 
@@ -139,7 +139,8 @@ export async function openPage(b: PBrowser, url: string): Promise<Page> {
 /** What the torture run needs of a tab, in any engine. */
 export interface Tab {
   /** A function with JSON-able arguments, or an expression, run in the page; promises are awaited. */
-  evaluate<T>(fn: string | ((...args: never[]) => unknown), ...args: unknown[]): Promise<T>
+  evaluate<R>(fn: (...args: never[]) => R | Promise<R>, ...args: unknown[]): Promise<R>
+  evaluate<T = unknown>(expression: string): Promise<T>
   /** Reloads the page and waits for the SDK (window.ready). */
   reload(): Promise<void>
   close(): Promise<void>
@@ -159,18 +160,17 @@ export interface Engine {
 export async function launchEngine(name: EngineName): Promise<Engine> {
   if (name === 'webkit') {
     const wk = await WebKit.launch()
-    let first = true
     const ready = async (t: WebKitTab) => { await t.waitFor('window.ready === true'); return t }
     const tab = (t: WebKitTab): Tab => ({
-      evaluate: (fn, ...args) => t.evaluate(fn, ...args),
+      evaluate: (fn: string | ((...args: never[]) => unknown), ...args: unknown[]) => t.evaluate(fn, ...args),
       reload: async () => { await t.refresh(); await ready(t) },
       close: () => t.close(),
-    })
+    } as Tab)
     return {
       name,
       version: () => Promise.resolve(wk.version),
-      // The session's first window is the first tab, so the session never runs without a window.
-      newTab: async (url) => { const t = first ? await wk.firstTab(url) : await wk.newTab(url); first = false; return tab(await ready(t)) },
+      // The session's first window stays on about:blank: closing a session's last window ends it.
+      newTab: async (url) => tab(await ready(await wk.newTab(url))),
       // WebKitWebDriver ends the whole session when a web process dies (faultKindsFor in browser-torture.ts).
       crashRenderer: () => Promise.reject(new Error('WebKitWebDriver deletes the session when a WebKitWebProcess dies: a renderer crash ends the run')),
       close: () => wk.close(),
@@ -183,10 +183,10 @@ export async function launchEngine(name: EngineName): Promise<Engine> {
     newTab: async (url) => {
       const page = await b.newPage(url)
       return {
-        evaluate: <T>(fn: string | ((...args: never[]) => unknown), ...args: unknown[]) => page.evaluate(fn as string, ...args as []) as Promise<T>,
+        evaluate: (fn: string | ((...args: never[]) => unknown), ...args: unknown[]) => page.evaluate(fn as string, ...args as []),
         reload: async () => { await page.reload(); await page.waitForFunction('window.ready === true', { timeout: 30_000, polling: 50 }) },
         close: () => page.close(),
-      }
+      } as Tab
     },
     crashRenderer: () => b.crashRenderer(),
     close: () => b.close(),

@@ -144,7 +144,8 @@ export class WebKitTab {
    * returned promise is awaited. Errors thrown in the page reject with their message.
    */
   async evaluate<T>(fn: string | ((...args: never[]) => unknown), ...args: unknown[]): Promise<T> {
-    const call = typeof fn === 'string' ? `(() => (${fn}))()` : `(${fn.toString()})(...${JSON.stringify(args)})`
+    // Functions compiled by tsx (esbuild keepNames) call __name(); the page has none, so it gets a no-op one.
+    const call = typeof fn === 'string' ? `(() => (${fn}))()` : `((__name) => (${fn.toString()})(...${JSON.stringify(args)}))((f) => f)`
     const script = `const done = arguments[arguments.length - 1];
       Promise.resolve().then(() => ${call}).then((v) => done({ ok: v === undefined ? null : v }), (e) => done({ error: String(e) + (e && e.stack ? " at " + e.stack : "") }))`
     const r = await this.wk.run<{ ok?: T; error?: string }>(this.handle, 'POST', '/execute/async', { script, args: [] })
