@@ -12,6 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync } from 'node:fs'
 import type http from 'node:http'
+import { createServer } from 'node:net'
 import path from 'node:path'
 import { signToken } from '../src/bridge/index.js'
 import { NetSwitch, bundleSdk, launch, servePage, type Page } from '../test/e2e/browser.js'
@@ -54,8 +55,10 @@ async function relayUp(origin: string): Promise<void> {
   const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'kafka-edge.js'), 'bridge', '--listen', `127.0.0.1:${relayPort}`, '--brokers', cluster.bootstrap,
     '--origins', origin, '--audience', audience, '--log-level', 'warn'], { cwd: ROOT, env: { ...process.env, KAFKA_EDGE_BRIDGE_SECRET: secret }, stdio: ['ignore', 'pipe', 'pipe'] })
   relay = child
-  child.stdout!.on('data', (d) => { relayLog += d })
-  child.stderr!.on('data', (d) => { relayLog += d })
+  // Kept for an error report; the last part is enough.
+  const keep = (d: Buffer) => { relayLog = (relayLog + d.toString()).slice(-20_000) }
+  child.stdout!.on('data', keep)
+  child.stderr!.on('data', keep)
   await waitFor(async () => {
     if (child.exitCode !== null) throw new Error(`the relay exited ${child.exitCode}:\n${relayLog}`)
     return (await fetch(`http://127.0.0.1:${relayPort}/healthz`).catch(() => null))?.ok
@@ -108,7 +111,6 @@ origin = site.origin
 await relayUp(origin)
 
 async function portOr(preferred: number): Promise<number> {
-  const { createServer } = await import('node:net')
   const free = await new Promise<boolean>((r) => { const s = createServer().once('error', () => r(false)).listen(preferred, '127.0.0.1', () => s.close(() => r(true))) })
   return free ? preferred : freePort()
 }
