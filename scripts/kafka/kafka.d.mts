@@ -138,5 +138,5 @@ export function parseDumpOutput(text: string): Omit<DumpedBatch, 'node'>[]
 export function dumpBatches(name: string, topic: string, opts?: { node?: number; partitions?: number[] }): Promise<DumpedBatch[]>
 /** The classpath of the compiled Java helpers plus the Kafka jars. */
 export function toolsClasspath(): string
-export function toolCommand(name: 'Reader' | 'Admin' | 'Produce', args?: string[]): [string, string[]]
+export function toolCommand(name: 'Reader' | 'Admin' | 'Produce' | 'Follow', args?: string[]): [string, string[]]
 export function runTool(name: 'Reader' | 'Admin' | 'Produce', args?: string[], opts?: { input?: string; timeoutMs?: number }): Promise<string>

