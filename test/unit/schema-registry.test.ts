@@ -136,7 +136,8 @@ describe('SchemaRegistryClient', () => {
   })
 
   it('maps 403, 404, 409 and 422 to their classes with the registry\'s message and the subject, and does not retry them', async () => {
-    for (const [status, cls] of [[403, SchemaRegistryAuthorizationException], [404, SchemaNotFoundException], [409, IncompatibleSchemaException], [422, InvalidSchemaException]] as const) {
+    const cases = [[403, SchemaRegistryAuthorizationException], [404, SchemaNotFoundException], [409, IncompatibleSchemaException], [422, InvalidSchemaException]] as const
+    for (const [status, cls] of cases) {
       const { f, calls } = scripted([[status, { error_code: status * 100 + 1, message: `said ${status}` }]])
       const c = new SchemaRegistryClient({ 'schema.registry.url': 'http://a:1', fetch: f })
       const e = await c.register('orders-value', { schema: '"int"' }).catch((x: unknown) => x)
