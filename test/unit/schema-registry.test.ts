@@ -3,15 +3,16 @@
 // and the client's HTTP behaviour against a scripted fetch. The real registry is in test/registry.
 import { describe, expect, it } from 'vitest'
 import {
-  ConfigException, IncompatibleSchemaException, InvalidSchemaException, LruCache, SchemaNotFoundException, SchemaRegistryAuthorizationException,
+  IncompatibleSchemaException, InvalidSchemaException, LruCache, SchemaNotFoundException, SchemaRegistryAuthorizationException,
   SchemaRegistryClient, SchemaRegistryUnavailableException, SerializationException, avroSerializer, protobufSerializer,
 } from '../../src/edge/schema-registry/index.js'
+import { ConfigException } from '../../src/edge/errors.js'
 import { encodeAvro, parseAvro } from '../../src/edge/schema-registry/avro.js'
 import { encodeProto, findMessage, parseProto, resolveProto } from '../../src/edge/schema-registry/protobuf.js'
 import { ByteWriter, writeMessageIndexes } from '../../src/edge/schema-registry/wire.js'
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex')
-const avro = (schema: unknown, v: unknown): string => { const w = new ByteWriter(); encodeAvro(w, parseAvro(schema as object).type, v); return hex(w.take()) }
+const avro = (schema: unknown, v: unknown): string => { const w = new ByteWriter(); encodeAvro(w, parseAvro(schema as Record<string, unknown>).type, v); return hex(w.take()) }
 const proto = (text: string, name: string | undefined, v: unknown): string => {
   const f = parseProto(text); resolveProto([f]); const w = new ByteWriter(); encodeProto(w, findMessage(f, name).message, v); return hex(w.take())
 }
