@@ -308,7 +308,7 @@ message Order {
       try {
         await scenario('slow', { 'schema.registry.url': proxy.url }, (e) => {
           expect(e).toBeInstanceOf(SchemaRegistryTimeoutException)
-          expect((e as Error).message).toMatch(/max.block.ms \(500 ms\)/)
+          expect((e as Error).message).toMatch(/max.block.ms \(500 ms\) for a record to .* \(subject .*-value\)/)
         }, { 'max.block.ms': 500 })
       } finally { await proxy.close() }
     })

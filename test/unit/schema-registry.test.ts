@@ -189,4 +189,12 @@ describe('serializers without a registry call', () => {
     expect(hex(await p.serialize('t', {}))).toBe('000000000200')
     expect(calls.map((c) => c.url)).toEqual(['http://a:1/subjects/n.U/versions', 'http://a:1/subjects/t-p.M/versions'])
   })
+  it('a serializer with registry settings of its own uses a client of its own, not the shared one', async () => {
+    const { f, calls } = scripted([[200, { id: 1 }]])
+    const shared = new SchemaRegistryClient({ 'schema.registry.url': 'http://shared:1', fetch: f })
+    const s = avroSerializer('"int"', { 'schema.registry.url': 'http://own:1' })
+    s.configure({ 'schema.registry.url': 'http://shared:1', fetch: f }, false, shared)
+    await s.serialize('t', 1)
+    expect(calls.map((c) => new URL(c.url).host)).toEqual(['own:1'])
+  })
 })

@@ -93,7 +93,9 @@ export class SerializingProducer<K = unknown, V = unknown> {
       const w = this.queue[0]!
       let key: Bytes | undefined, value: Bytes
       try {
-        [key, value] = await withDeadline(Promise.all([w.key, w.value]), w.startedMs + maxBlockMs - Date.now(), w.record.topic, maxBlockMs)
+        const subjects = [w.key instanceof Promise && this.keySerializer, w.value instanceof Promise && this.valueSerializer]
+          .map((s) => s && s.subject?.(w.record.topic)).filter(Boolean) as string[]
+        ;[key, value] = await withDeadline(Promise.all([w.key, w.value]), w.startedMs + maxBlockMs - Date.now(), w.record.topic, subjects, maxBlockMs)
       } catch (e) {
         this.queue.shift()
         w.reject(markDelivery(e as Error, false))
@@ -105,11 +107,12 @@ export class SerializingProducer<K = unknown, V = unknown> {
   }
 }
 
-function withDeadline<T>(p: Promise<T>, ms: number, topic: string, maxBlockMs: number): Promise<T> {
+function withDeadline<T>(p: Promise<T>, ms: number, topic: string, subjects: string[], maxBlockMs: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new SchemaRegistryTimeoutException(
-      `the schema registry did not answer within max.block.ms (${maxBlockMs} ms) for a record to ${topic}: nothing was sent; check the registry or raise max.block.ms`)), Math.max(0, ms))
+      `the schema registry did not answer within max.block.ms (${maxBlockMs} ms) for a record to ${topic}${subjects.length ? ` (subject ${subjects.join(', ')})` : ''}: ` +
+      'nothing was sent; check the registry or raise max.block.ms', { subject: subjects[0] })), Math.max(0, ms))
   })
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer))
 }

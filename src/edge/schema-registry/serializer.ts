@@ -12,6 +12,8 @@ import { ByteWriter, writeHeader } from './wire.js'
 export interface Serializer<T = unknown> {
   configure?(settings: SchemaRegistrySettings, isKey: boolean, client?: SchemaRegistryClient): void
   serialize(topic: string, value: T): Uint8Array | Promise<Uint8Array>
+  /** The subject a record to this topic goes under, where known (for error messages). */
+  subject?(topic: string): string | undefined
 }
 
 /** How one schema turns a value into payload bytes. */
@@ -24,6 +26,8 @@ export interface SchemaCodec {
 
 /** A schema a serializer registers: its text, format and what it imports (name to text). */
 export interface SchemaSource { schema: string; schemaType: SchemaType; references?: Record<string, string> }
+
+const CLIENT_KEYS = /^(schema\.registry\.url|basic\.auth\.|bearer\.auth\.|max\.retries|retries\.|http\.|fetch$|max\.schemas\.per\.subject|latest\.cache\.ttl\.sec)/
 
 interface Resolved { id: number; codec: SchemaCodec; at: number }
 
@@ -55,7 +59,9 @@ export abstract class SchemaSerializer<T = unknown> implements Serializer<T> {
   configure(settings: SchemaRegistrySettings, isKey: boolean, client?: SchemaRegistryClient): void {
     const { client: mine, ...rest } = this.options
     this.config = parseRegistryConfig({ ...settings, ...rest })
-    this.registry = mine ?? client ?? new SchemaRegistryClient(this.config)
+    // Settings of its own that change how the registry is reached call for a client of its own.
+    const ownClient = Object.keys(rest).some((k) => CLIENT_KEYS.test(k))
+    this.registry = mine ?? (ownClient ? undefined : client) ?? new SchemaRegistryClient(this.config)
     this.isKey = isKey
   }
 
@@ -73,6 +79,12 @@ export abstract class SchemaSerializer<T = unknown> implements Serializer<T> {
       this.pending.set(subject, p)
     }
     return p.then((r) => { this.resolved.set(subject, r); return this.frame(r, value, subject) })
+  }
+
+  subject(topic: string): string | undefined {
+    const c = this.config
+    if (!c) return undefined
+    try { return (this.isKey ? c.keyStrategy : c.valueStrategy)(topic, this.isKey, this.own?.recordName) } catch { return undefined }
   }
 
   private loading: Promise<SchemaCodec> | undefined
