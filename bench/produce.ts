@@ -207,16 +207,17 @@ export default async function produce(args: string[]): Promise<void> {
 /**
  * The Node children run the JavaScript tsc emits, as the published package is: under tsx every inner
  * arrow function on the hot path would also pay for esbuild's keepNames wrapper. Inside node_modules
- * so the child still resolves kafkajs, lz4-napi and ws from the repo. Returns the child's entry.
+ * so the child still resolves kafkajs, lz4-napi and ws from the repo. Returns the child's entry
+ * (bench/<suite>.js).
  */
-export function compileChild(): string {
-  const dist = join(ROOT, 'node_modules', '.cache', `kafka-edge-bench-${process.pid}`)
+export function compileChild(suite = 'produce'): string {
+  const dist = join(ROOT, 'node_modules', '.cache', `kafka-edge-bench-${suite}-${process.pid}`)
   const tsc = spawnSync(process.execPath, [
     join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--outDir', dist, '--rootDir', ROOT, '--target', 'ES2022',
     '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--skipLibCheck', '--esModuleInterop', '--types', 'node',
-    '--lib', 'ES2022,DOM', join(here, 'produce.ts'), join(ROOT, 'src', 'edge', 'node.ts'),
+    '--lib', 'ES2022,DOM', join(here, `${suite}.ts`), join(ROOT, 'src', 'edge', 'node.ts'),
   ], { encoding: 'utf8' })
-  const childJs = join(dist, 'bench', 'produce.js')
+  const childJs = join(dist, 'bench', `${suite}.js`)
   if (!existsSync(childJs) || !existsSync(join(dist, 'src', 'edge', 'node.js'))) throw new Error(`tsc emitted no bench child:\n${tsc.stdout}${tsc.stderr}`)
   if (tsc.status !== 0) console.log(`NOTE: tsc reported type errors (emitted anyway):\n${tsc.stdout.split('\n').slice(0, 5).join('\n')}`)
   // The core loads from ../../../build/core.wasm relative to src/edge/wasm, as in the package.

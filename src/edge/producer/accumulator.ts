@@ -107,6 +107,9 @@ export class RecordAccumulator {
   private lastBatchRecords = 0
   /** Per topic, the learned compressed/uncompressed ratio (Java's CompressionRatioEstimator). */
   private readonly ratios = new Map<string, number>()
+  /** ratio() of the last topic asked, read once per append; setRatio() keeps it current. */
+  private ratioTopic: string | null = null
+  private ratioValue = 1
 
   constructor(private readonly opts: AccumulatorOptions, readonly pool: BufferPool, readonly core: Core, private readonly idempotence: IdempotenceManager | null) {}
 
@@ -157,7 +160,17 @@ export class RecordAccumulator {
 
   /** The topic's learned compression ratio (1 without a codec). */
   private ratio(topic: string): number {
-    return this.opts.compression === 'none' ? 1 : this.ratios.get(topic) ?? 1
+    if (this.opts.compression === 'none') return 1
+    if (topic !== this.ratioTopic) {
+      this.ratioTopic = topic
+      this.ratioValue = this.ratios.get(topic) ?? 1
+    }
+    return this.ratioValue
+  }
+
+  private setRatio(topic: string, ratio: number): void {
+    this.ratios.set(topic, ratio)
+    if (topic === this.ratioTopic) this.ratioValue = ratio
   }
 
   /**
@@ -181,7 +194,7 @@ export class RecordAccumulator {
     const observed = (batch.bytes.length - H) / (batch.uncompressedBytes - H)
     const current = this.ratios.get(batch.tp.topic) ?? 1
     const next = observed < current ? Math.max(current - 0.005, observed) : Math.max(current + 0.05, observed)
-    this.ratios.set(batch.tp.topic, Math.min(next, 1))
+    this.setRatio(batch.tp.topic, Math.min(next, 1))
   }
 
   /** A retry goes back to the head of its deque, in sequence order among other retries. */
@@ -311,7 +324,7 @@ export class RecordAccumulator {
   split(batch: ProducerBatch): ProducerBatch[] {
     const records = readBatchRecords(this.core, batch.bytes!)
     // The estimate let this batch grow too large: start over from "no compression gain" (as Java).
-    this.ratios.set(batch.tp.topic, 1)
+    this.setRatio(batch.tp.topic, 1)
     const pieces: ProducerBatch[] = []
     let current: ProducerBatch | null = null
     // Java splits into batch.size pieces, which never ends when the broker's limit is below batch.size;

@@ -47,6 +47,17 @@ interface StickyState { partition: number; producedBytes: number }
 
 export class StickyPartitioner {
   private readonly sticky = new Map<string, StickyState>()
+  /** The last topic looked up and its state: partition() and onAppend() run once per record each. */
+  private lastTopic: string | null = null
+  private last: StickyState | undefined
+
+  private state(topic: string): StickyState | undefined {
+    if (topic === this.lastTopic) return this.last
+    const s = this.sticky.get(topic)
+    this.lastTopic = topic
+    this.last = s
+    return s
+  }
 
   constructor(private readonly batchSize: number, private readonly adaptive: boolean, private readonly random: () => number) {}
 
@@ -55,10 +66,11 @@ export class StickyPartitioner {
    * gives each partition's queued batch count for adaptive weighting.
    */
   partition(topic: string, numPartitions: number, available: Available, queueSize: (p: number) => number): number {
-    let s = this.sticky.get(topic)
+    let s = this.state(topic)
     if (!s || s.partition >= numPartitions) {
       s = { partition: this.next(numPartitions, resolve(available), queueSize, -1), producedBytes: 0 }
       this.sticky.set(topic, s)
+      this.last = s
     }
     return s.partition
   }
@@ -68,7 +80,7 @@ export class StickyPartitioner {
    * batch is starting (so batches fill), or at 2x batch.size regardless.
    */
   onAppend(topic: string, appendedBytes: number, batchFull: boolean, numPartitions: number, available: Available, queueSize: (p: number) => number): void {
-    const s = this.sticky.get(topic)
+    const s = this.state(topic)
     if (!s) return
     s.producedBytes += appendedBytes
     if ((s.producedBytes >= this.batchSize && batchFull) || s.producedBytes >= 2 * this.batchSize) {

@@ -114,6 +114,13 @@ export class Producer {
   private pool!: BufferPool
   private readonly validTopics = new Set<string>()
   private readonly tps = new Map<string, TopicPartition[]>()
+  /**
+   * The topic of the last append and its TopicPartitions: an application sends run after run to one
+   * topic, and per record these skip three hash lookups (valid, in use, its partitions). Neither set
+   * ever drops a topic, so the cache cannot go stale.
+   */
+  private lastTopic: string | null = null
+  private lastTps: TopicPartition[] = []
   /** The topic and partition count tryAppend is partitioning for, read by availableFn and queueFn. */
   private partTopic = ''
   private partCount = 0
@@ -384,7 +391,7 @@ export class Producer {
   /** Validates a record into `p` (throws ConfigException on bad input). */
   private fill(p: PendingSend, r: ProducerRecord, now: number, resolve: Resolve, reject: Reject): void {
     if (!r || typeof r !== 'object') throw new ConfigException('send() takes a record object { topic, value, key?, headers?, partition?, timestamp? }')
-    if (typeof r.topic !== 'string' || (!this.validTopics.has(r.topic) && !this.validateTopic(r.topic))) {
+    if (typeof r.topic !== 'string' || (r.topic !== this.lastTopic && !this.validTopics.has(r.topic) && !this.validateTopic(r.topic))) {
       throw new ConfigException(`invalid topic name ${JSON.stringify(r.topic)}: use 1-249 characters of [a-zA-Z0-9._-]`)
     }
     if (r.partition !== undefined && (!Number.isInteger(r.partition) || r.partition < 0)) throw new ConfigException(`partition must be a non-negative integer, got ${r.partition}`)
@@ -419,7 +426,7 @@ export class Producer {
 
   /** One TopicPartition per partition, reused by every record (no per-record key strings). */
   private topicPartition(topic: string, partition: number): TopicPartition {
-    let list = this.tps.get(topic)
+    let list = topic === this.lastTopic ? this.lastTps : this.tps.get(topic)
     if (!list) { list = []; this.tps.set(topic, list) }
     return list[partition] ??= topicPartition(topic, partition)
   }
@@ -428,7 +435,13 @@ export class Producer {
   private tryAppend(p: PendingSend): boolean {
     const c = this.config
     const topic = p.topic
-    this.sender.topicsInUse.add(topic)
+    if (topic !== this.lastTopic) {
+      this.sender.topicsInUse.add(topic)
+      let list = this.tps.get(topic)
+      if (!list) { list = []; this.tps.set(topic, list) }
+      this.lastTopic = topic
+      this.lastTps = list
+    }
     const count = this.cluster.partitionCount(topic)
     if (count === 0) return false
     if (p.partition !== undefined && p.partition >= count) {
