@@ -11,9 +11,10 @@ export default [
     import: '{ createProducer, websocket }',
     gzip: true,
     modifyEsbuildConfig: esm,
-    // Issue #13 asks for 25 kB. History: 43.5 kB, raised step by step to 48.2 kB by the logger/debug
-    // setting, the error policy, the resumable producer (checkpoint.ts, DescribeProducers), the observer
-    // setting, the relay's producer-id tickets and the Worker merge (48.1 kB measured).
+    // A ceiling at today's size, so it cannot grow unnoticed (issue 25 sets budgets for the SDK and
+    // core-lz4.wasm only). History: 43.5 kB, raised step by step to 48.2 kB by the logger/debug
+    // setting, the error policy, the resumable producer (checkpoint.ts, DescribeProducers), the
+    // observer setting, the relay's producer-id tickets and the Worker merge (48.1 kB measured).
     // Then cut to 41.5 kB without touching the producer's state machine:
     // - package.json sideEffects and a lazily built API-by-key map: unused protocol schemas drop out;
     // - the error table packed as one string of names plus a category letter per code (-0.9 kB);
@@ -39,7 +40,9 @@ export default [
     // election. The producer side (browser/sender.ts) is an import() made only by the tab that wins
     // the election, which bundlers ship as a separate chunk; the next entry counts it.
     modifyEsbuildConfig: (config) => esm({ ...config, external: [...config.external ?? [], './sender.js'] }),
-    limit: '12 kB',
+    // Budget (issue 25): 8 kB gzip, a ceiling. Segment's core is 30 kB and Snowplow's tracker about
+    // 18 kB (gzip). Measured 7.33 kB.
+    limit: '8 kB',
   },
   {
     name: 'analytics SDK JS in the sending tab (the above plus the producer chunk)',
@@ -49,7 +52,8 @@ export default [
     // Bundled as one file (esbuild inlines the import() when it does not split), which is what the
     // sending tab downloads in all.
     modifyEsbuildConfig: esm,
-    // Issue #15 asks for 12 kB. This entry imports the producer without producer/install.ts and without
+    // Budget (issue 25): 44 kB gzip, a ceiling, beside other SDKs' lazily loaded parts (PostHog's
+    // surveys 48.7 kB and recorder 72 kB gzip, RudderStack with all plugins 41.5 KiB Brotli). This entry imports the producer without producer/install.ts and without
     // a TLS transport, so transactions, SASL and the TLS settings checks stay out. Measured 42.39 kB
     // before the cuts listed above (schemas -0.5 kB, error table -1 kB, TLS/SASL settings checks
     // -0.8 kB); now 39.99 kB, of which the SDK itself (analytics.ts, outbox.ts) is about 4 kB and the
@@ -62,13 +66,14 @@ export default [
     // sends the batches the hide's flush built by beacon too. 42.92 kB once the sender and the SDK wake
     // through nextTask (clock.ts) instead of setTimeout(0), which a hidden Firefox tab clamps to 1 s.
     // 42.96 kB with the producer keeping the relay ticket in the checkpoint (the SDK's own copy went).
-    limit: '43 kB',
+    limit: '44 kB',
   },
   {
     name: 'lz4-only WASM (kafka-edge/core-lz4.wasm)',
     path: 'build/core-lz4.wasm',
     disablePlugins: ['@size-limit/esbuild'],
     gzip: true,
+    // Budget (issue 25): 6 kB gzip, a ceiling. Measured 5.2 kB.
     limit: '6 kB',
   },
   {
