@@ -28,8 +28,10 @@ export default [
     // (producer/takeover.ts: DescribeProducers asked again until max.block.ms, copies of relabelled
     // records matched to their originals, about 1.3 kB). 43.0 kB with nextTask in clock.ts (zero-delay
     // wakeups that a hidden tab's clamped timers cannot hold back, +0.14 kB); 43.07 kB once the
-    // checkpoint carries the relay transport's producer-id ticket both ways (+0.07 kB).
-    limit: '43.1 kB',
+    // checkpoint carries the relay transport's producer-id ticket both ways (+0.07 kB). 43.18 kB once
+    // every broker error code is named through the table (errorCode('NONE') where a bare 0 stood,
+    // +0.1 kB; hoisting them into constants came out larger under gzip).
+    limit: '43.2 kB',
   },
   {
     name: 'analytics SDK JS loaded with the page (kafka-edge/browser: createAnalytics; the sender loads on demand)',

@@ -4,7 +4,6 @@ import {
   RecordTooLargeException, TimeoutException, markDelivery,
 } from '../errors.js'
 import { RECORD_BATCH_HEADER_SIZE, loadCore, readBatchRecords, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
-import { errorInfo } from '../protocol/index.js'
 import { Checkpointer, batchIdentity, pendingOrder, type PendingBatch, type ProducerCheckpoint } from './checkpoint.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
@@ -326,7 +325,7 @@ export class Producer {
     for (const b of victims) {
       const i = d.indexOf(b)
       if (i >= 0) d.splice(i, 1)
-      this.sender.failBatch(b, error, errorInfo((error as { code?: number }).code ?? -1).name, true)
+      this.sender.failBatch(b, error, (error as { code?: number }).code ?? null, true)
     }
   }
 
