@@ -332,11 +332,7 @@ export class Sender {
   private handleResponse(res: ResponseBody<typeof Produce>, batches: ProducerBatch[], expectResponse: boolean, sentMs: number): void {
     const now = this.config.clock.now()
     if (!expectResponse) {
-      for (const b of batches) {
-        this.completeBatch(b, {
-          index: b.tp.partition, errorCode: errorCode('NONE'), baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null,
-        }, now)
-      }
+      for (const b of batches) this.completeBatch(b, errorResponse(errorCode('NONE')), now)
       return
     }
     this.metrics.requestLatency.record(now - sentMs)
