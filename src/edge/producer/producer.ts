@@ -14,6 +14,7 @@ import { Sender } from './sender.js'
 import { IdempotenceManager, type ProducerIdState } from './idempotence.js'
 import { matchCopies, planResume, type RelabelEntry, type ResumePlan } from './takeover.js'
 import { extensions } from '../extensions.js'
+import type { BrokerAddress } from '../transport/transport.js'
 import type { TransactionCoordinatorClient } from './transactions/coordinator-client.js'
 import type { GroupMetadata, OffsetsToCommit, TxnState } from './transactions/state.js'
 
@@ -165,6 +166,14 @@ export class Producer {
       fatal: transactionState === 'FATAL_ERROR',
       closed: this.closed,
     }
+  }
+
+  /**
+   * @internal Where a partition's leader is, as far as this producer knows (undefined when it does
+   * not): the browser SDK's page-hide beacon addresses each batch to it through the relay.
+   */
+  leaderAddress(topic: string, partition: number): BrokerAddress | undefined {
+    return this.cluster.brokers.get(this.cluster.leaderFor(topic, partition))
   }
 
   /** Loads the WASM core and fetches cluster metadata. send() calls it implicitly. */
