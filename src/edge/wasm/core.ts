@@ -1,7 +1,7 @@
-// The WebAssembly core and its memory: the only code that reads or writes it. Records go into WASM
-// memory once (staging), are encoded into their batch's region by WASM (batch.ts, the batch builder),
-// and the finished batch comes out once. Loading the module is load.ts's. Callers import all three
-// through this module.
+// The WebAssembly core and its memory: with the batch builder (batch.ts), the only code that reads or
+// writes it. Records go into WASM memory once (staging), are encoded into their batch's region by
+// WASM, and the finished batch comes out once. Loading the module is load.ts's. Callers import all
+// three through this module.
 
 import {
   CODEC_STATUS, CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError,
