@@ -12,9 +12,9 @@ export {
   NO_PRODUCER, OpenBatch, RECORD_BATCH_HEADER_SIZE, batchHeader, readBatchRecords, recordBaseSize, recordSize, recordSizeFromBase, restamp,
   type BatchHeader, type ProducerStamp, type RecordHeader, type RecordInput,
 } from './batch.js'
-export {
-  base64Bytes, bundledLz4Core, loadCore, setDefaultCoreSource, type CoreSource, type DefaultCoreSource, type LoadCoreOptions,
-} from './load.js'
+// Not the @internal setDefaultCoreSource and base64Bytes: a declaration file re-exporting what
+// stripInternal removed would not type-check (the entries that use them import load.js).
+export { bundledLz4Core, loadCore, type CoreSource, type DefaultCoreSource, type LoadCoreOptions } from './load.js'
 
 export type CompressionType = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd'
 
