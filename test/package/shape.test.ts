@@ -75,6 +75,9 @@ describe('the tarball', () => {
   it('the Producer class declares only its public API: no internals (sender, cluster, config, transactions) in the .d.ts', () => {
     const dts = readFileSync(path.join(unpacked, 'dist/edge/producer/producer.d.ts'), 'utf8')
     const body = /export declare class Producer \{([\s\S]*?)\n\}/.exec(dts)![1]!.replace(/\/\*\*[\s\S]*?\*\//g, '')
+    // Editors show the class's own doc comment on hover, not the interface's above it.
+    expect(dts).toMatch(/\/\*\*\n \* The public producer\.[^/]*\*\/\nexport declare class Producer \{/)
+    expect(dts).toMatch(/\/\*\* What the producer can say about itself[^\n]*\*\/\nexport interface ProducerState \{/)
     const members = body.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('private ') && /^[a-zA-Z]/.test(l))
       .map((l) => /^(?:get |readonly )?(\w+)/.exec(l)![1]).filter((m) => m !== 'timeoutMs')
     // A change here changes what users can reach: Java's KafkaProducer methods, plus state and the resume outcome.

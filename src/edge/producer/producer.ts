@@ -72,11 +72,6 @@ let capturedResolve: Resolve = noop
 let capturedReject: Reject = noop
 const capture = (resolve: Resolve, reject: Reject): void => { capturedResolve = resolve; capturedReject = reject }
 
-/**
- * The public producer. send() appends to the accumulator synchronously when it can (metadata known,
- * buffer free) and otherwise queues, so records enter the accumulator in call order no matter which
- * of them had to wait for metadata or buffer space.
- */
 /** What the producer can say about itself without exposing its insides (Worker, browser SDK, tests). */
 export interface ProducerState {
   /** The broker-assigned producer id and epoch; null until the first InitProducerId answer, or without idempotence. */
@@ -89,6 +84,11 @@ export interface ProducerState {
   readonly closed: boolean
 }
 
+/**
+ * The public producer. send() appends to the accumulator synchronously when it can (metadata known,
+ * buffer free) and otherwise queues, so records enter the accumulator in call order no matter which
+ * of them had to wait for metadata or buffer space.
+ */
 export class Producer {
   /** @internal */
   readonly config: ProducerConfig
