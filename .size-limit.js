@@ -11,9 +11,10 @@ export default [
     import: '{ createProducer, websocket }',
     gzip: true,
     modifyEsbuildConfig: esm,
-    // Issue #13 asks for 25 kB. History: 43.5 kB, raised step by step to 48.2 kB by the logger/debug
-    // setting, the error policy, the resumable producer (checkpoint.ts, DescribeProducers), the observer
-    // setting, the relay's producer-id tickets and the Worker merge (48.1 kB measured).
+    // A ceiling at today's size, so it cannot grow unnoticed (issue 25 sets budgets for the SDK and
+    // core-lz4.wasm only). History: 43.5 kB, raised step by step to 48.2 kB by the logger/debug
+    // setting, the error policy, the resumable producer (checkpoint.ts, DescribeProducers), the
+    // observer setting, the relay's producer-id tickets and the Worker merge (48.1 kB measured).
     // Then cut to 41.5 kB without touching the producer's state machine:
     // - package.json sideEffects and a lazily built API-by-key map: unused protocol schemas drop out;
     // - the error table packed as one string of names plus a category letter per code (-0.9 kB);
@@ -27,8 +28,12 @@ export default [
     // (producer/takeover.ts: DescribeProducers asked again until max.block.ms, copies of relabelled
     // records matched to their originals, about 1.3 kB). 43.0 kB with nextTask in clock.ts (zero-delay
     // wakeups that a hidden tab's clamped timers cannot hold back, +0.14 kB); 43.07 kB once the
-    // checkpoint carries the relay transport's producer-id ticket both ways (+0.07 kB).
-    limit: '43.1 kB',
+    // checkpoint carries the relay transport's producer-id ticket both ways (+0.07 kB). 43.18 kB once
+    // every broker error code is named through the table (errorCode('NONE') where a bare 0 stood,
+    // +0.1 kB; hoisting them into constants came out larger under gzip). 43.22 kB with wasm/core.ts
+    // split into core, batch and load (+0.03 kB from the module boundaries) and Producer.leaderAddress,
+    // the page-hide beacon's seam (+0.03 kB), less the acks=0 path reusing errorResponse (-0.02 kB).
+    limit: '43.25 kB',
   },
   {
     name: 'analytics SDK JS loaded with the page (kafka-edge/browser: createAnalytics; the sender loads on demand)',
@@ -39,7 +44,9 @@ export default [
     // election. The producer side (browser/sender.ts) is an import() made only by the tab that wins
     // the election, which bundlers ship as a separate chunk; the next entry counts it.
     modifyEsbuildConfig: (config) => esm({ ...config, external: [...config.external ?? [], './sender.js'] }),
-    limit: '12 kB',
+    // Budget (issue 25): 8 kB gzip, a ceiling. Segment's core is 30 kB and Snowplow's tracker about
+    // 18 kB (gzip). Measured 7.33 kB.
+    limit: '8 kB',
   },
   {
     name: 'analytics SDK JS in the sending tab (the above plus the producer chunk)',
@@ -49,7 +56,8 @@ export default [
     // Bundled as one file (esbuild inlines the import() when it does not split), which is what the
     // sending tab downloads in all.
     modifyEsbuildConfig: esm,
-    // Issue #15 asks for 12 kB. This entry imports the producer without producer/install.ts and without
+    // Budget (issue 25): 44 kB gzip, a ceiling, beside other SDKs' lazily loaded parts (PostHog's
+    // surveys 48.7 kB and recorder 72 kB gzip, RudderStack with all plugins 41.5 KiB Brotli). This entry imports the producer without producer/install.ts and without
     // a TLS transport, so transactions, SASL and the TLS settings checks stay out. Measured 42.39 kB
     // before the cuts listed above (schemas -0.5 kB, error table -1 kB, TLS/SASL settings checks
     // -0.8 kB); now 39.99 kB, of which the SDK itself (analytics.ts, outbox.ts) is about 4 kB and the
@@ -62,7 +70,7 @@ export default [
     // sends the batches the hide's flush built by beacon too. 42.92 kB once the sender and the SDK wake
     // through nextTask (clock.ts) instead of setTimeout(0), which a hidden Firefox tab clamps to 1 s.
     // 42.96 kB with the producer keeping the relay ticket in the checkpoint (the SDK's own copy went).
-    limit: '43 kB',
+    limit: '44 kB',
   },
   // kafka-edge/schema-registry (issue 23), each format on its own with withSerializers(); the producer
   // is counted above. Measured 10.24 kB (Avro), 10.49 kB (Protobuf), 7.40 kB (JSON Schema, whose
@@ -97,6 +105,7 @@ export default [
     path: 'build/core-lz4.wasm',
     disablePlugins: ['@size-limit/esbuild'],
     gzip: true,
+    // Budget (issue 25): 6 kB gzip, a ceiling. Measured 5.2 kB.
     limit: '6 kB',
   },
   {

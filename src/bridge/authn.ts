@@ -3,9 +3,6 @@ import type { JWTVerifyGetKey } from 'jose'
 import type { BridgeConfig } from './config.js'
 import { checkClaims, fail, parsePart, verifyToken, type TokenResult } from './token.js'
 
-/** Asymmetric algorithms an identity provider signs with; `none` and HS* never reach jose. */
-export const ASYMMETRIC_ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'EdDSA'] as const
-
 type Jose = typeof import('jose')
 let jose: Promise<Jose> | null = null
 /** jose is an optional peer dependency: only a relay configured with a JWKS loads it. */

@@ -3,8 +3,7 @@ import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { createSecureContext } from 'node:tls'
 import { oauthBearer } from '../edge/auth/sasl.js'
-import { ASYMMETRIC_ALGS } from './authn.js'
-import { jwtExpiry } from './credentials.js'
+import { ASYMMETRIC_ALGS, jwtExpiry } from './token.js'
 
 export interface HostPort { host: string; port: number }
 

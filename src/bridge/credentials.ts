@@ -4,6 +4,7 @@ import type { SaslMechanism } from '../edge/auth/mechanism.js'
 import { oauthBearer, plain, type OAuthBearerToken } from '../edge/auth/sasl.js'
 import { scram } from '../edge/auth/scram.js'
 import type { OAuthTokenSource, SaslConfig } from './config.js'
+import { jwtExpiry } from './token.js'
 
 /**
  * The relay could not obtain its own credential (token file, environment, token endpoint). The
@@ -128,14 +129,4 @@ export function awsCredentialsFromEnv(env: NodeJS.ProcessEnv): AwsCredentials {
   if (!accessKeyId || !secretAccessKey) throw new CredentialError('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set in the relay\'s environment for AWS_MSK_IAM')
   const sessionToken = env.AWS_SESSION_TOKEN
   return sessionToken ? { accessKeyId, secretAccessKey, sessionToken } : { accessKeyId, secretAccessKey }
-}
-
-/** The `exp` claim of a compact JWT in ms, or null when the token is not a JWT or has no exp. */
-export function jwtExpiry(token: string): number | null {
-  const parts = token.split('.')
-  if (parts.length !== 3) return null
-  try {
-    const claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as { exp?: unknown }
-    return typeof claims.exp === 'number' && Number.isFinite(claims.exp) ? claims.exp * 1000 : null
-  } catch { return null }
 }

@@ -5,6 +5,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
  * provider (RS256/ES256/EdDSA) are verified in authn.ts with jose and then meet the same claim
  * rules (checkClaims). `exp`, `sub` and `aud` are required.
  */
+/** Asymmetric algorithms an identity provider signs with; `none` and HS* never reach jose. */
+export const ASYMMETRIC_ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'EdDSA'] as const
+
 export interface TokenClaims {
   sub: string
   aud: string | string[]
@@ -146,4 +149,17 @@ function kmpFind(s: string, p: string, t: Int32Array, from: number, end: number)
     if (k === p.length) return i - k + 1
   }
   return -1
+}
+
+/**
+ * The `exp` claim of a compact JWT in ms, or null when the token is not a JWT or has no exp. Not a
+ * verification: the relay reads it from the OAUTHBEARER tokens it presents to brokers, to renew them.
+ */
+export function jwtExpiry(token: string): number | null {
+  const parts = token.split('.')
+  if (parts.length !== 3) return null
+  try {
+    const claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as { exp?: unknown }
+    return typeof claims.exp === 'number' && Number.isFinite(claims.exp) ? claims.exp * 1000 : null
+  } catch { return null }
 }

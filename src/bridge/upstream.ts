@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net'
 import { authenticate } from '../edge/auth/sasl.js'
 import { IllegalSaslStateException, ProtocolError, SaslAuthenticationException, SslAuthenticationException, UnsupportedSaslMechanismException } from '../edge/errors.js'
-import { ApiVersions, decodeResponse, encodeRequest, Metadata, SaslAuthenticate, SaslHandshake, type ApiSchema, type RequestBody, type ResponseBody } from '../edge/protocol/index.js'
+import { ApiVersions, decodeResponse, encodeRequest, errorCode, Metadata, SaslAuthenticate, SaslHandshake, type ApiSchema, type RequestBody, type ResponseBody } from '../edge/protocol/index.js'
 import { FrameDecoder, looksLikeTlsRecord, plaintextToTlsError } from '../edge/protocol/frame-decoder.js'
 import { classifySocketError, dial } from '../edge/transport/node-tcp.js'
 import type { TlsSettings } from '../edge/transport/transport.js'
@@ -122,7 +122,7 @@ async function authenticateUpstream(socket: Socket, decoder: FrameDecoder, targe
   }
   try {
     const versions = await call(ApiVersions, 0, {})
-    if (versions.errorCode !== 0) throw new UpstreamError('protocol', `broker ${where} answered ApiVersions with error ${String(versions.errorCode)}`)
+    if (versions.errorCode !== errorCode('NONE')) throw new UpstreamError('protocol', `broker ${where} answered ApiVersions with error ${String(versions.errorCode)}`)
     const range = (api: ApiSchema) => (versions.apiKeys as Array<{ apiKey: number; minVersion: number; maxVersion: number }>).find((k) => k.apiKey === api.key)
     const hs = range(SaslHandshake)
     const sa = range(SaslAuthenticate)

@@ -1,7 +1,6 @@
 import type { authenticate, reauthenticationDelay } from './auth/sasl.js'
-import type { SecurityConfig } from './producer/config.js'
 import type { TransactionCoordinatorClient } from './producer/transactions/coordinator-client.js'
-import type { Transport } from './transport/transport.js'
+import type { SecurityConfig, Transport } from './transport/transport.js'
 
 /**
  * Transactions, and TLS and SASL to brokers, which a producer reaches only through this table, so a

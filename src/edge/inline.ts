@@ -5,7 +5,7 @@
  * whole app (kafka-edge/browser included) to use the embedded copy.
  */
 import { CORE_WASM_BASE64 } from './wasm/core.generated.js'
-import { base64Bytes, setDefaultCoreSource } from './wasm/core.js'
+import { base64Bytes, setDefaultCoreSource } from './wasm/load.js'
 
 setDefaultCoreSource(() => base64Bytes(CORE_WASM_BASE64))
 

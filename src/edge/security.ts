@@ -3,8 +3,8 @@ import { authenticate, reauthenticationDelay } from './auth/sasl.js'
 import { saslFromSettings } from './auth/settings.js'
 import { ConfigException } from './errors.js'
 import { extensions } from './extensions.js'
-import { oneOf, str, type SecurityConfig, type SecurityProtocol } from './producer/config.js'
-import type { TlsSettings, Transport } from './transport/transport.js'
+import { oneOf, str } from './config-def.js'
+import type { SecurityConfig, SecurityProtocol, TlsSettings, Transport } from './transport/transport.js'
 
 /**
  * TLS and SASL to brokers: what the ssl.* and sasl.* settings become. Only a transport that carries

@@ -4,7 +4,7 @@
  * from this import; a Worker then needs no `wasm` setting, and the bundle holds the core once.
  */
 import core from '../../build/core.wasm'
-import { setDefaultCoreSource } from './wasm/core.js'
+import { setDefaultCoreSource } from './wasm/load.js'
 
 setDefaultCoreSource(() => core)
 

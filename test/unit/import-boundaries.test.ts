@@ -67,6 +67,20 @@ describe('import boundaries', () => {
     expect(bad).toEqual([])
   })
 
+  it('the transports and the TLS/SASL settings (security.ts) stand below the producer: they parse with config-def.ts, a leaf, never with producer/config.ts', () => {
+    const BELOW = (f: string) => under('edge/transport')(f) || f === 'edge/security.ts' || f === 'edge/config-def.ts'
+    const bad = all.filter((i) => BELOW(i.from) && (under('edge/producer')(i.to) || under('edge/client')(i.to)))
+    expect(bad).toEqual([])
+    expect(all.filter((i) => i.from === 'edge/config-def.ts').map((i) => i.to)).toEqual(['edge/errors.ts'])
+    expect(all.some((i) => i.from === 'edge/security.ts' && i.to === 'edge/config-def.ts')).toBe(true)
+  })
+
+  it('bridge/config.ts reads and checks the relay config and imports none of the modules that use it (authn.ts, credentials.ts, ...); of the bridge, only the JWT helpers in token.ts', () => {
+    const bad = all.filter((i) => i.from === 'bridge/config.ts' && under('bridge')(i.to) && i.to !== 'bridge/token.ts')
+    expect(bad).toEqual([])
+    expect(all.some((i) => i.from === 'bridge/config.ts' && i.to === 'bridge/token.ts')).toBe(true)
+  })
+
   it('no Node built-in in src/edge outside the Node transport and entry (the core loads in browsers, workerd, Deno, Bun)', () => {
     const NODE_ONLY = new Set(['edge/transport/node-tcp.ts', 'edge/node.ts'])
     const bad = all.filter((i) => under('edge')(i.from) && !NODE_ONLY.has(i.from) && (i.to.startsWith('node:') || ['fs', 'net', 'tls', 'crypto', 'path', 'buffer'].includes(i.to)))

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { ProducerBatch, topicPartition } from '../../src/edge/producer/producer-batch.js'
 import { IdempotenceManager } from '../../src/edge/producer/idempotence.js'
+import { errorCode } from '../../src/edge/protocol/index.js'
 import { loadCore, type Core } from '../../src/edge/wasm/core.js'
 
 let core: Core
@@ -59,9 +60,9 @@ describe('IdempotenceManager sequencing (reference section 3)', () => {
     ack(tm, drain(tm, batch()), 0n)
     const b1 = drain(tm, batch()); const b2 = drain(tm, batch())
     // b2 is not next after the last ack: plain retry.
-    expect(tm.canRetrySequenceError('OUT_OF_ORDER_SEQUENCE_NUMBER', b2, 0n)).toBe(true)
+    expect(tm.canRetrySequenceError(errorCode('OUT_OF_ORDER_SEQUENCE_NUMBER'), b2, 0n)).toBe(true)
     expect(tm.sequencesNeedNewEpoch).toBe(false)
-    expect(tm.canRetrySequenceError('OUT_OF_ORDER_SEQUENCE_NUMBER', b1, 0n)).toBe(true)
+    expect(tm.canRetrySequenceError(errorCode('OUT_OF_ORDER_SEQUENCE_NUMBER'), b1, 0n)).toBe(true)
     expect(tm.bumpIdempotentEpochIfRequired()).toBe(true)
     expect([b1.producerEpoch, b1.baseSequence, b2.producerEpoch, b2.baseSequence]).toEqual([1, 0, 1, 1])
     expect(b1.sequenceHasBeenReset).toBe(true)
@@ -72,7 +73,7 @@ describe('IdempotenceManager sequencing (reference section 3)', () => {
     ack(tm, drain(tm, batch()), 0n)
     const b1 = drain(tm, batch()); const b2 = drain(tm, batch()); const b3 = drain(tm, batch())
     b1.maybeWritten = true
-    tm.handleFailedBatch(b2, 'INVALID_RECORD', true)
+    tm.handleFailedBatch(b2, errorCode('INVALID_RECORD'), true)
     tm.bumpIdempotentEpochIfRequired()
     expect([b1.producerEpoch, b1.baseSequence]).toEqual([0, 1])
     expect([b3.producerEpoch, b3.baseSequence]).toEqual([1, 0])
@@ -108,9 +109,9 @@ describe('IdempotenceManager sequencing (reference section 3)', () => {
     const tm = manager()
     ack(tm, drain(tm, batch()), 0n)
     const b = drain(tm, batch())
-    expect(tm.canRetrySequenceError('UNKNOWN_PRODUCER_ID', b, -1n)).toBe(true)
+    expect(tm.canRetrySequenceError(errorCode('UNKNOWN_PRODUCER_ID'), b, -1n)).toBe(true)
     expect(tm.sequencesNeedNewEpoch).toBe(false)
-    expect(tm.canRetrySequenceError('UNKNOWN_PRODUCER_ID', b, 5n)).toBe(true)
+    expect(tm.canRetrySequenceError(errorCode('UNKNOWN_PRODUCER_ID'), b, 5n)).toBe(true)
     expect(tm.sequencesNeedNewEpoch).toBe(true)
   })
 
@@ -119,7 +120,7 @@ describe('IdempotenceManager sequencing (reference section 3)', () => {
     tm.initialized({ producerId: 7n, epoch: 32767 })
     ack(tm, drain(tm, batch()), 0n)
     const b = drain(tm, batch())
-    tm.canRetrySequenceError('OUT_OF_ORDER_SEQUENCE_NUMBER', b, 0n)
+    tm.canRetrySequenceError(errorCode('OUT_OF_ORDER_SEQUENCE_NUMBER'), b, 0n)
     tm.bumpIdempotentEpochIfRequired()
     expect(tm.hasProducerId).toBe(false)
     tm.initialized({ producerId: 8n, epoch: 0 })

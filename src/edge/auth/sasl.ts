@@ -1,5 +1,5 @@
 import { IllegalSaslStateException, SaslAuthenticationException, UnsupportedSaslMechanismException } from '../errors.js'
-import { SaslAuthenticate, SaslHandshake, type RequestBody, type ResponseBody } from '../protocol/index.js'
+import { SaslAuthenticate, SaslHandshake, errorCode, type RequestBody, type ResponseBody } from '../protocol/index.js'
 import { utf8, type SaslExchange, type SaslMechanism, type SaslTarget } from './mechanism.js'
 
 /** Sends one request on the connection being authenticated and returns the decoded response. */
@@ -19,15 +19,15 @@ export async function authenticate(mechanism: SaslMechanism, target: SaslTarget,
   const where = `${target.host}:${target.port}`
   const hs = await call(SaslHandshake, { mechanism: mechanism.name })
   const hsCode = hs.errorCode
-  if (hsCode === 33) {
+  if (hsCode === errorCode('UNSUPPORTED_SASL_MECHANISM')) {
     const offered = hs.mechanisms.join(', ') || 'none'
     throw new UnsupportedSaslMechanismException(`broker ${where} does not enable SASL mechanism ${mechanism.name}; it offers: ${offered}. Set sasl.mechanism to one of those`)
   }
-  if (hsCode === 34) {
+  if (hsCode === errorCode('ILLEGAL_SASL_STATE')) {
     throw new IllegalSaslStateException(`broker ${where} did not expect a SASL handshake: ` +
       'its listener is probably not SASL_PLAINTEXT/SASL_SSL; check security.protocol and the port')
   }
-  if (hsCode !== 0) throw new SaslAuthenticationException(`SASL handshake with ${where} failed with error ${hsCode}`)
+  if (hsCode !== errorCode('NONE')) throw new SaslAuthenticationException(`SASL handshake with ${where} failed with error ${hsCode}`)
 
   const exchange = mechanism.begin(target)
   let lifetimeMs = 0
@@ -35,7 +35,7 @@ export async function authenticate(mechanism: SaslMechanism, target: SaslTarget,
   while (out !== null) {
     const res = await call(SaslAuthenticate, { authBytes: out })
     const code = res.errorCode
-    if (code !== 0) {
+    if (code !== errorCode('NONE')) {
       const brokerMessage = res.errorMessage ?? `error ${code}`
       throw new SaslAuthenticationException(`SASL ${mechanism.name} authentication to ${where} failed: ${brokerMessage}`)
     }

@@ -367,7 +367,7 @@ export class Analytics {
     const next = new Map<string, number>()
     // Batches whose records are being re-sent as new records never go out as they are again.
     for (const b of cp.pending.filter((x) => !x.relabelled).sort(s.pendingOrder)) {
-      const broker = p.cluster.brokers.get(p.cluster.leaderFor(b.topic, b.partition))
+      const broker = p.leaderAddress(b.topic, b.partition)
       if (!broker) continue
       const tp = `${b.topic}\0${b.partition}`
       const k = next.get(tp) ?? 0

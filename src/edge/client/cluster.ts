@@ -2,7 +2,7 @@ import type { SaslMechanism } from '../auth/mechanism.js'
 import type { Clock } from '../clock.js'
 import { silentLog, type Log } from '../log.js'
 import { KafkaEdgeError, NetworkException } from '../errors.js'
-import { Metadata, type ResponseBody } from '../protocol/index.js'
+import { Metadata, errorCode, type ResponseBody } from '../protocol/index.js'
 import type { BrokerAddress, TlsSettings, Transport } from '../transport/transport.js'
 import { Connection } from './connection.js'
 
@@ -151,13 +151,13 @@ export class Cluster {
       // Only a lookup by topic id answers without a name, and this client looks up by name.
       if (t.name === null) continue
       const existing = this.topics.get(t.name)
-      if (t.errorCode !== 0 || t.partitions.length === 0) {
+      if (t.errorCode !== errorCode('NONE') || t.partitions.length === 0) {
         if (existing) existing.errorCode = t.errorCode || existing.errorCode
         else this.topics.set(t.name, { topic: t.name, partitions: [], errorCode: t.errorCode })
         continue
       }
       const partitions = t.partitions
-        .map((p) => ({ partition: p.partitionIndex, leader: p.errorCode === 0 || p.leaderId >= 0 ? p.leaderId : -1, leaderEpoch: p.leaderEpoch }))
+        .map((p) => ({ partition: p.partitionIndex, leader: p.errorCode === errorCode('NONE') || p.leaderId >= 0 ? p.leaderId : -1, leaderEpoch: p.leaderEpoch }))
         .sort((a, b) => a.partition - b.partition)
       // A stale answer (older leader epoch) must not undo a newer leader learned from a produce hint.
       if (existing) {
@@ -166,7 +166,7 @@ export class Cluster {
           if (old && old.leaderEpoch > p.leaderEpoch && p.leaderEpoch >= 0) { p.leader = old.leader; p.leaderEpoch = old.leaderEpoch }
         }
       }
-      this.topics.set(t.name, { topic: t.name, partitions, errorCode: 0 })
+      this.topics.set(t.name, { topic: t.name, partitions, errorCode: errorCode('NONE') })
     }
   }
 

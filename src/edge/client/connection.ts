@@ -5,7 +5,7 @@ import type { Clock } from '../clock.js'
 import { silentLog, type Log } from '../log.js'
 import { ClosedError, KafkaEdgeError, NetworkException, ProtocolError, TimeoutException } from '../errors.js'
 import {
-  ApiVersions, apiError, decodeResponse, encodeRequest, responseCorrelationId, type ApiSchema, type Message, type RequestBody, type ResponseBody,
+  ApiVersions, apiError, decodeResponse, encodeRequest, errorCode, responseCorrelationId, type ApiSchema, type Message, type RequestBody, type ResponseBody,
 } from '../protocol/index.js'
 import type { BrokerAddress, Link, TlsSettings, Transport } from '../transport/transport.js'
 
@@ -144,7 +144,7 @@ export class Connection {
       }).response
       const code = res.errorCode
       const keys = res.apiKeys
-      if (code === 35) {
+      if (code === errorCode('UNSUPPORTED_VERSION')) {
         // The broker answered in v0 shape with its own ApiVersions range: retry at its highest.
         const mine = keys.find((k) => k.apiKey === ApiVersions.key)
         const next = mine ? Math.min(mine.maxVersion, version - 1) : version - 1
@@ -152,7 +152,7 @@ export class Connection {
         version = next
         continue
       }
-      if (code !== 0) throw apiError(code, 'ApiVersions')
+      if (code !== errorCode('NONE')) throw apiError(code, 'ApiVersions')
       this.versions = new Map(keys.map((k) => [k.apiKey, { min: k.minVersion, max: k.maxVersion }]))
       this.finalizedFeatures = new Map(res.finalizedFeatures.map((f) => [f.name, f.maxVersionLevel]))
       return

@@ -1,12 +1,12 @@
 import { systemClock, type Clock } from '../clock.js'
+import { bool, int, oneOf, str } from '../config-def.js'
 import { ConfigException } from '../errors.js'
 import type { CompressionType } from '../wasm/core.js'
-import type { SaslMechanism } from '../auth/mechanism.js'
 import { LOG_CONTEXTS, Log, consoleLogger, type LogContext, type Logger } from '../log.js'
 import type { OAuthBearerToken } from '../auth/sasl.js'
 import type { AwsCredentials } from '../auth/aws-msk-iam.js'
 import { extensions } from '../extensions.js'
-import type { TlsSettings, Transport } from '../transport/transport.js'
+import type { SecurityConfig, SecurityProtocol, Transport } from '../transport/transport.js'
 import type { CheckpointStore } from './checkpoint.js'
 
 /**
@@ -89,14 +89,7 @@ export interface CoordinatorRequestEvent {
   body: Readonly<Record<string, unknown>>
 }
 
-export type SecurityProtocol = 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL'
-
-/** What every broker connection does before its first request: TLS from the transport, then SASL. */
-export interface SecurityConfig {
-  protocol: SecurityProtocol
-  tls: TlsSettings | null
-  sasl: SaslMechanism | null
-}
+export type { SecurityProtocol } from '../transport/transport.js'
 
 type Numeric = number | `${number}`
 
@@ -214,29 +207,7 @@ type Parse = (v: unknown, key: string) => unknown
 /** [Java name, default, parser]: the parser checks a given value and throws a ConfigException naming the key. */
 type Spec = readonly [key: string, value: unknown, parse: Parse]
 
-const int = (min = -Infinity, max = Infinity) => (v: unknown, key: string): number => {
-  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v
-  if (typeof n !== 'number' || !Number.isInteger(n)) throw new ConfigException(`${key} must be an integer, got ${JSON.stringify(v)}`)
-  if (n < min || n > max) throw new ConfigException(`${key} must be in [${min}, ${max}], got ${n}`)
-  return n
-}
-const bool = (v: unknown, key: string): boolean => {
-  if (typeof v === 'boolean') return v
-  if (v === 'true' || v === 'false') return v === 'true'
-  throw new ConfigException(`${key} must be true or false, got ${JSON.stringify(v)}`)
-}
-/** @internal Also security.ts's. */
-export const str = (v: unknown, key: string): string => {
-  if (typeof v !== 'string') throw new ConfigException(`${key} must be a string, got ${JSON.stringify(v)}`)
-  return v
-}
 const any = (v: unknown): unknown => v
-/** @internal Also security.ts's. */
-export const oneOf = (values: readonly string[]) => (v: unknown, key: string): string => {
-  const s = str(v, key)
-  if (!values.includes(s)) throw new ConfigException(`${key} must be one of ${values.map((x) => JSON.stringify(x)).join(', ')}, got ${JSON.stringify(v)}`)
-  return s
-}
 function parseDebug(v: unknown, key: string): LogContext[] {
   const names = str(v, key).split(',').map((s) => s.trim()).filter(Boolean)
   if (names.includes('all')) return [...LOG_CONTEXTS]

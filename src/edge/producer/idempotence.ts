@@ -1,4 +1,5 @@
 import { IllegalStateException, KafkaEdgeError } from '../errors.js'
+import { errorCode } from '../protocol/index.js'
 import { ProducerBatch, incrementSequence, sequenceOrder, type TopicPartition } from './producer-batch.js'
 import type { ProducerStamp } from '../wasm/core.js'
 
@@ -417,10 +418,10 @@ export class IdempotenceManager {
    * Java's TransactionManager.canRetry for the sequence-related errors; returns null when the
    * error is not one of those and the generic retriable flag decides.
    */
-  canRetrySequenceError(errorName: string, batch: ProducerBatch, logStartOffset: bigint): boolean | null {
+  canRetrySequenceError(code: number, batch: ProducerBatch, logStartOffset: bigint): boolean | null {
     if (batch.producerId !== this.producerIdAndEpoch.producerId) return false
     const tp = batch.tp
-    if (errorName === 'UNKNOWN_PRODUCER_ID') {
+    if (code === errorCode('UNKNOWN_PRODUCER_ID')) {
       if (logStartOffset === -1n) return true
       if (batch.sequenceHasBeenReset) return true
       if (this.entry(tp).lastAckedOffset < logStartOffset) {
@@ -432,7 +433,7 @@ export class IdempotenceManager {
       if (!this.isTransactional) { this.requestEpochBumpForPartition(tp); return true }
       return false
     }
-    if (errorName === 'OUT_OF_ORDER_SEQUENCE_NUMBER') {
+    if (code === errorCode('OUT_OF_ORDER_SEQUENCE_NUMBER')) {
       if (!this.hasUnresolvedSequence(tp) && (batch.sequenceHasBeenReset || !this.isNextSequence(tp, batch.baseSequence))) {
         // Not the batch right after the last ack: an earlier batch failed and this one will be retried after it.
         return true
@@ -447,12 +448,12 @@ export class IdempotenceManager {
   }
 
   /** Java's handleFailedBatch: the batch will not be retried. */
-  handleFailedBatch(batch: ProducerBatch, errorName: string | null, adjustSequenceNumbers: boolean): void {
+  handleFailedBatch(batch: ProducerBatch, code: number | null, adjustSequenceNumbers: boolean): void {
     this.removeInflight(batch)
     if (this.state === 'FATAL_ERROR') return
-    if (errorName === 'OUT_OF_ORDER_SEQUENCE_NUMBER' && !this.isTransactional) {
+    if (code === errorCode('OUT_OF_ORDER_SEQUENCE_NUMBER') && !this.isTransactional) {
       this.requestEpochBumpForPartition(batch.tp)
-    } else if (errorName === 'UNKNOWN_PRODUCER_ID') {
+    } else if (code === errorCode('UNKNOWN_PRODUCER_ID')) {
       this.partitions.delete(batch.tp.key)
       this.unresolved.delete(batch.tp.key)
     } else if (adjustSequenceNumbers && batch.hasSequence) {

@@ -4,7 +4,6 @@ import {
   RecordTooLargeException, TimeoutException, markDelivery,
 } from '../errors.js'
 import { RECORD_BATCH_HEADER_SIZE, loadCore, readBatchRecords, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
-import { errorInfo } from '../protocol/index.js'
 import { Checkpointer, batchIdentity, pendingOrder, type PendingBatch, type ProducerCheckpoint } from './checkpoint.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
@@ -15,6 +14,7 @@ import { Sender } from './sender.js'
 import { IdempotenceManager, type ProducerIdState } from './idempotence.js'
 import { matchCopies, planResume, type RelabelEntry, type ResumePlan } from './takeover.js'
 import { extensions } from '../extensions.js'
+import type { BrokerAddress } from '../transport/transport.js'
 import type { TransactionCoordinatorClient } from './transactions/coordinator-client.js'
 import type { GroupMetadata, OffsetsToCommit, TxnState } from './transactions/state.js'
 
@@ -72,11 +72,6 @@ let capturedResolve: Resolve = noop
 let capturedReject: Reject = noop
 const capture = (resolve: Resolve, reject: Reject): void => { capturedResolve = resolve; capturedReject = reject }
 
-/**
- * The public producer. send() appends to the accumulator synchronously when it can (metadata known,
- * buffer free) and otherwise queues, so records enter the accumulator in call order no matter which
- * of them had to wait for metadata or buffer space.
- */
 /** What the producer can say about itself without exposing its insides (Worker, browser SDK, tests). */
 export interface ProducerState {
   /** The broker-assigned producer id and epoch; null until the first InitProducerId answer, or without idempotence. */
@@ -89,6 +84,11 @@ export interface ProducerState {
   readonly closed: boolean
 }
 
+/**
+ * The public producer. send() appends to the accumulator synchronously when it can (metadata known,
+ * buffer free) and otherwise queues, so records enter the accumulator in call order no matter which
+ * of them had to wait for metadata or buffer space.
+ */
 export class Producer {
   /** @internal */
   readonly config: ProducerConfig
@@ -173,6 +173,14 @@ export class Producer {
       fatal: transactionState === 'FATAL_ERROR',
       closed: this.closed,
     }
+  }
+
+  /**
+   * @internal Where a partition's leader is, as far as this producer knows (undefined when it does
+   * not): the browser SDK's page-hide beacon addresses each batch to it through the relay.
+   */
+  leaderAddress(topic: string, partition: number): BrokerAddress | undefined {
+    return this.cluster.brokers.get(this.cluster.leaderFor(topic, partition))
   }
 
   /** Loads the WASM core and fetches cluster metadata. send() calls it implicitly. */
@@ -333,7 +341,7 @@ export class Producer {
     for (const b of victims) {
       const i = d.indexOf(b)
       if (i >= 0) d.splice(i, 1)
-      this.sender.failBatch(b, error, errorInfo((error as { code?: number }).code ?? -1).name, true)
+      this.sender.failBatch(b, error, (error as { code?: number }).code ?? null, true)
     }
   }
 

@@ -190,7 +190,7 @@ export class Sender {
     const conn = this.cluster.anyConnection()
     conn.request(InitProducerId, { transactionalId: null, transactionTimeoutMs: INT_MAX, producerId: -1n, producerEpoch: -1 }).response.then((res) => {
       const code = res.errorCode
-      if (code === 0) {
+      if (code === errorCode('NONE')) {
         idem.initialized({ producerId: res.producerId, epoch: res.producerEpoch })
         this.config.log.debug('epoch', 'producer id assigned', { producerId: res.producerId, epoch: res.producerEpoch, broker: conn.describe() })
       } else if (isFatal(code, { transactional: false })) {
@@ -198,7 +198,7 @@ export class Sender {
       } else {
         idem.initFailed()
         this.initBackoffUntil = this.config.clock.now() + this.config.retryBackoffMs
-        if (code === 14 || code === 15 || code === 16) this.cluster.requestUpdate()
+        if (code === errorCode('COORDINATOR_LOAD_IN_PROGRESS') || code === errorCode('COORDINATOR_NOT_AVAILABLE') || code === errorCode('NOT_COORDINATOR')) this.cluster.requestUpdate()
       }
     }, () => {
       idem.initFailed()
@@ -332,11 +332,7 @@ export class Sender {
   private handleResponse(res: ResponseBody<typeof Produce>, batches: ProducerBatch[], expectResponse: boolean, sentMs: number): void {
     const now = this.config.clock.now()
     if (!expectResponse) {
-      for (const b of batches) {
-        this.completeBatch(b, {
-          index: b.tp.partition, errorCode: 0, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage: null, currentLeader: null,
-        }, now)
-      }
+      for (const b of batches) this.completeBatch(b, errorResponse(errorCode('NONE')), now)
       return
     }
     this.metrics.requestLatency.record(now - sentMs)
@@ -350,11 +346,11 @@ export class Sender {
       const pr = byKey.get(b.tp.key)
       if (!pr) {
         // A broker that leaves a partition out of its answer gives no outcome: treat it as a network error.
-        this.completeBatch(b, errorResponse(13), now)
+        this.completeBatch(b, errorResponse(errorCode('NETWORK_EXCEPTION')), now)
         continue
       }
       let hinted = false
-      if (pr.errorCode !== 0 && pr.currentLeader && pr.currentLeader.leaderId >= 0) {
+      if (pr.errorCode !== errorCode('NONE') && pr.currentLeader && pr.currentLeader.leaderId >= 0) {
         hinted = this.cluster.applyLeaderHint(b.tp.topic, b.tp.partition, pr.currentLeader.leaderId, pr.currentLeader.leaderEpoch, endpoints)
       }
       if (invalidatesMetadata(pr.errorCode) && !hinted) this.cluster.invalidateLeader(b.tp.topic, b.tp.partition)
@@ -364,7 +360,7 @@ export class Sender {
 
   private handleFailure(err: unknown, batches: ProducerBatch[]): void {
     const now = this.config.clock.now()
-    const code = err instanceof TimeoutException ? 7 : 13
+    const code = errorCode(err instanceof TimeoutException ? 'REQUEST_TIMED_OUT' : 'NETWORK_EXCEPTION')
     for (const b of batches) {
       // The connection is gone and the leader is in doubt: re-route the retry through fresh metadata
       // rather than hammering a dead broker, and never let one dead broker wedge other partitions.
@@ -384,11 +380,11 @@ export class Sender {
       this.resume.onResumedRefused(batch, this.batchError(batch, pr))
       return
     }
-    if (code === 10 && !batch.resumed && this.accumulator.canSplit(batch)) {
+    if (code === errorCode('MESSAGE_TOO_LARGE') && !batch.resumed && this.accumulator.canSplit(batch)) {
       this.splitAndReenqueue(batch)
       return
     }
-    if (code !== 0) {
+    if (code !== errorCode('NONE')) {
       const info = errorInfo(code)
       if (this.canRetry(batch, pr, now)) {
         this.metrics.recordRetry.record(batch.recordCount)
@@ -401,7 +397,7 @@ export class Sender {
         this.accumulator.reenqueue(batch, now)
         return
       }
-      if (info.name === 'DUPLICATE_SEQUENCE_NUMBER') {
+      if (code === errorCode('DUPLICATE_SEQUENCE_NUMBER')) {
         this.succeed(batch, -1n, -1n)
         return
       }
@@ -413,7 +409,7 @@ export class Sender {
       // those without adjusting sequences), the partition waits until what is in flight settles and
       // shows whether the sequence landed (seed 746580).
       const unknown = batch.maybeWritten && batch.hasSequence
-      this.failBatch(batch, this.batchError(batch, pr), info.name, !unknown, perRecordErrors(batch, pr))
+      this.failBatch(batch, this.batchError(batch, pr), code, !unknown, perRecordErrors(batch, pr))
       if (unknown && idem) idem.markSequenceUnresolved(batch)
       return
     }
@@ -443,7 +439,7 @@ export class Sender {
     if (batch.hasReachedDeliveryTimeout(this.config.deliveryTimeoutMs, now)) return false
     if (batch.attempts >= this.config.retries) return false
     if (this.idempotence) {
-      const decided = this.idempotence.canRetrySequenceError(errorInfo(pr.errorCode).name, batch, pr.logStartOffset)
+      const decided = this.idempotence.canRetrySequenceError(pr.errorCode, batch, pr.logStartOffset)
       if (decided !== null) return decided
     }
     return errorInfo(pr.errorCode).retriable
@@ -469,18 +465,17 @@ export class Sender {
   }
 
   private batchError(batch: ProducerBatch, pr: PartitionResponse): Error {
-    const info = errorInfo(pr.errorCode)
     const base = apiError(pr.errorCode, `producing ${batch.recordCount} record(s) to ${batch.tp.topic}-${batch.tp.partition}`, pr.errorMessage)
     // A definite error says this attempt was not appended; an earlier ambiguous attempt may have been.
-    return markDelivery(info.name === 'MESSAGE_TOO_LARGE'
+    return markDelivery(pr.errorCode === errorCode('MESSAGE_TOO_LARGE')
       ? Object.assign(base, { name: 'RecordTooLargeException' })
       : base, batch.maybeWritten)
   }
 
-  failBatch(batch: ProducerBatch, error: Error, errorName: string | null, adjustSequences: boolean, perRecord?: Map<number, Error>): void {
+  failBatch(batch: ProducerBatch, error: Error, code: number | null, adjustSequences: boolean, perRecord?: Map<number, Error>): void {
     this.inFlightBatches.delete(batch)
     if (this.idempotence?.isTransactional) this.txnHooks?.batchFailed(error)
-    if (this.idempotence) this.idempotence.handleFailedBatch(batch, errorName, adjustSequences)
+    if (this.idempotence) this.idempotence.handleFailedBatch(batch, code, adjustSequences)
     this.metrics.recordError.record(batch.recordCount)
     this.metrics.totals.recordErrors += batch.recordCount
     batch.fail(error, perRecord)

@@ -1,7 +1,7 @@
 import type { Cluster } from '../client/cluster.js'
 import { sleep } from '../clock.js'
 import { KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER } from '../errors.js'
-import { DescribeProducers, errorInfo } from '../protocol/index.js'
+import { DescribeProducers, errorCode, errorInfo } from '../protocol/index.js'
 import { readBatchRecords, type Core, type RecordInput } from '../wasm/core.js'
 import { batchIdentity, type PendingBatch, type RelabelledBatch } from './checkpoint.js'
 import type { ProducerConfig } from './config.js'
@@ -137,7 +137,7 @@ async function describeProducerStates(ctx: TakeoverContext, producerId: bigint, 
         for (const part of t.partitions) {
           const key = `${t.name}:${part.partitionIndex}`
           const info = errorInfo(part.errorCode)
-          if (part.errorCode === 0) {
+          if (part.errorCode === errorCode('NONE')) {
             states.set(key, part.activeProducers.find((a) => a.producerId === producerId))
           } else if (info.retriable) {
             again.push(...asked.filter((p) => p.topic === t.name && p.partition === part.partitionIndex))

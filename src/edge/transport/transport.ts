@@ -1,3 +1,5 @@
+import type { SaslMechanism } from '../auth/mechanism.js'
+
 /**
  * The one seam between the producer and the network. A transport carries whole Kafka frames
  * (int32 size prefix included) both ways; byte-stream transports re-frame with FrameDecoder.
@@ -35,6 +37,15 @@ export interface TlsSettings {
   readonly key?: string
   /** ssl.endpoint.identification.algorithm=https: the certificate must name the host we dialled. */
   readonly verifyHostname: boolean
+}
+
+export type SecurityProtocol = 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL'
+
+/** What every broker connection does before its first request: TLS from the transport, then SASL. */
+export interface SecurityConfig {
+  protocol: SecurityProtocol
+  tls: TlsSettings | null
+  sasl: SaslMechanism | null
 }
 
 export interface OpenOptions {

@@ -486,7 +486,7 @@ export class TransactionCoordinatorClient {
       if (type === CoordinatorType.TRANSACTION) this.learnCoordinatorFeatures(conn)
       const opts = h.versionOpts()
       if (opts.version !== undefined && conn.versionFor(h.api, opts.version) !== opts.version) {
-        h.fatalError(apiError(35, `${h.api.name} v${opts.version} (transaction v2) is not supported by the coordinator`))
+        h.fatalError(apiError(code('UNSUPPORTED_VERSION'), `${h.api.name} v${opts.version} (transaction v2) is not supported by the coordinator`))
         return
       }
       const body = h.body()

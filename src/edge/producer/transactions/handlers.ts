@@ -57,7 +57,7 @@ export class FindCoordinatorHandler extends TxnRequestHandler<typeof FindCoordin
     // v4+ answers in `coordinators`, older versions in top-level fields.
     const c = res.coordinators[0] ?? res
     const err = c.errorCode
-    if (err === 0) {
+    if (err === code('NONE')) {
       this.tm.setCoordinator(this.type, this.key, { nodeId: c.nodeId, host: c.host, port: c.port })
       this.result.done()
     } else if (errorInfo(err).retriable) {
@@ -85,7 +85,7 @@ export class InitProducerIdHandler extends TxnRequestHandler<typeof InitProducer
   }
   handleResponse(res: ResponseBody<typeof InitProducerId>): void {
     const err = res.errorCode
-    if (err === 0) {
+    if (err === code('NONE')) {
       this.tm.adoptProducerId({ producerId: res.producerId, epoch: res.producerEpoch }, true)
       this.tm.transitionTo('READY')
       // An epoch bump that replaced EndTxn (INVALID_PRODUCER_ID_MAPPING) also ends the transaction.
@@ -134,7 +134,7 @@ export class AddPartitionsToTxnHandler extends TxnRequestHandler<typeof AddParti
     let hasPartitionErrors = false
     const unauthorized = new Set<string>()
     for (const [tp, err] of errors) {
-      if (err === 0) continue
+      if (err === code('NONE')) continue
       if (err === code('COORDINATOR_NOT_AVAILABLE') || err === code('NOT_COORDINATOR')) return this.lookupAndRetry()
       if (err === code('CONCURRENT_TRANSACTIONS')) {
         // The previous transaction is still completing: retry soon if nothing was added yet.
@@ -155,7 +155,7 @@ export class AddPartitionsToTxnHandler extends TxnRequestHandler<typeof AddParti
     if (unauthorized.size > 0) {
       this.abortableError(Object.assign(apiError(code('TOPIC_AUTHORIZATION_FAILED'), `AddPartitionsToTxn for topics ${[...unauthorized].join(', ')}`), {}))
     } else if (hasPartitionErrors) {
-      const failed = errors.filter(([, e]) => e !== 0).map(([tp, e]) => `${tp.topic}-${tp.partition}: ${errorInfo(e).name}`)
+      const failed = errors.filter(([, e]) => e !== code('NONE')).map(([tp, e]) => `${tp.topic}-${tp.partition}: ${errorInfo(e).name}`)
       this.abortableError(new KafkaEdgeError(`could not add partitions to the transaction: ${failed.join(', ')}`))
     } else {
       for (const [tp] of errors) this.tm.partitionsInTransaction.set(tp.key, tp)
@@ -179,7 +179,7 @@ export class EndTxnHandler extends TxnRequestHandler<typeof EndTxn> {
   }
   handleResponse(res: ResponseBody<typeof EndTxn>): void {
     const err = res.errorCode
-    if (err === 0) {
+    if (err === code('NONE')) {
       // Transaction v2: the coordinator bumped the epoch (or, at its end, gave a new producer id at epoch 0).
       if (this.tv2) {
         const pid = res.producerId
@@ -218,7 +218,7 @@ export class AddOffsetsToTxnHandler extends TxnRequestHandler<typeof AddOffsetsT
   }
   handleResponse(res: ResponseBody<typeof AddOffsetsToTxn>): void {
     const err = res.errorCode
-    if (err === 0) {
+    if (err === code('NONE')) {
       // The result completes only when the TxnOffsetCommit that follows does.
       this.tm.enqueue(new TxnOffsetCommitHandler(this.tm, this.result, this.offsets, this.group, false))
       this.tm.transactionStarted = true
@@ -272,7 +272,7 @@ export class TxnOffsetCommitHandler extends TxnRequestHandler<typeof TxnOffsetCo
       for (const p of t.partitions) {
         const err = p.errorCode
         const key = `${t.name}:${p.partitionIndex}`
-        if (err === 0) { this.pending.delete(key); continue }
+        if (err === code('NONE')) { this.pending.delete(key); continue }
         if (err === code('COORDINATOR_NOT_AVAILABLE') || err === code('NOT_COORDINATOR') || err === code('REQUEST_TIMED_OUT')) {
           if (!reloaded) { reloaded = true; this.tm.lookupCoordinator(CoordinatorType.GROUP, this.group.groupId) }
         } else if (errorInfo(err).retriable) {
