@@ -7,11 +7,18 @@
 import { INDEX, ENUM_NAMES, type FieldSpec, type Kind } from './schema.js'
 import { I32, I64, LEN, ProtobufError, VARINT, Writer, fields, readVarint64 } from './wire.js'
 
-/** A malformed OTLP/JSON body: answered 400. */
+/** A malformed OTLP/JSON body: answered 400. The message names the path (`TracesData.resourceSpans[0]...`). */
 export class OtlpJsonError extends Error {
-  constructor(message: string) {
-    super(message)
+  /** The path from the innermost field out, filled in as the error passes each message. */
+  readonly path: string[] = []
+  constructor(readonly detail: string) {
+    super(detail)
     this.name = 'OtlpJsonError'
+  }
+  at(step: string): this {
+    this.path.unshift(step)
+    this.message = `${this.path.join('')}: ${this.detail}`
+    return this
   }
 }
 
@@ -32,32 +39,41 @@ function wireTypeOf(kind: Kind): number {
  * repeated scalars too), nested messages are well-formed, ids have 16 or 8 bytes (or none).
  * Unknown fields are skipped, as protobuf decoders do. Throws ProtobufError naming the path.
  */
-export function checkProto(buf: Uint8Array, message: string, start = 0, end = buf.length, path = message, depth = 0): void {
-  if (depth > MAX_DEPTH) throw new ProtobufError(`${path}: nested more than ${MAX_DEPTH} deep`)
+export function checkProto(buf: Uint8Array, message: string, start = 0, end = buf.length): void {
+  try {
+    checkMessage(buf, message, start, end, 0)
+  } catch (e) {
+    if (e instanceof ProtobufError) e.at(message)
+    throw e
+  }
+}
+
+function checkMessage(buf: Uint8Array, message: string, start: number, end: number, depth: number): void {
+  if (depth > MAX_DEPTH) throw new ProtobufError(`nested more than ${MAX_DEPTH} deep`)
   const index = INDEX[message]!
   for (const fl of fields(buf, start, end)) {
     const spec = index.byNo.get(fl.no)
     if (!spec) continue
-    const where = `${path}.${spec.json}`
-    const want = wireTypeOf(spec.kind)
-    if (fl.wt !== want) {
-      if (spec.repeated && want !== LEN && fl.wt === LEN) {
-        checkPacked(buf, fl.valueStart, fl.end, want, where)
-        continue
+    try {
+      const want = wireTypeOf(spec.kind)
+      if (fl.wt !== want) {
+        if (!(spec.repeated && want !== LEN && fl.wt === LEN)) throw new ProtobufError(`wire type ${fl.wt}, expected ${want}`)
+        checkPacked(buf, fl.valueStart, fl.end, want)
+      } else if (spec.kind === 'message') checkMessage(buf, spec.message!, fl.valueStart, fl.end, depth + 1)
+      else if (spec.id) {
+        const n = fl.end - fl.valueStart
+        if (n !== 0 && n !== spec.id) throw new ProtobufError(`${n} bytes; an id has ${spec.id}`)
       }
-      throw new ProtobufError(`${where}: wire type ${fl.wt}, expected ${want}`)
-    }
-    if (spec.kind === 'message') checkProto(buf, spec.message!, fl.valueStart, fl.end, where, depth + 1)
-    else if (spec.id) {
-      const n = fl.end - fl.valueStart
-      if (n !== 0 && n !== spec.id) throw new ProtobufError(`${where}: ${n} bytes; an id has ${spec.id}`)
+    } catch (e) {
+      if (e instanceof ProtobufError) e.at(`.${spec.json}`)
+      throw e
     }
   }
 }
 
-function checkPacked(buf: Uint8Array, start: number, end: number, wt: number, where: string): void {
+function checkPacked(buf: Uint8Array, start: number, end: number, wt: number): void {
   if (wt === I64 || wt === I32) {
-    if ((end - start) % (wt === I64 ? 8 : 4) !== 0) throw new ProtobufError(`${where}: packed length ${end - start} is not a multiple of the element size`)
+    if ((end - start) % (wt === I64 ? 8 : 4) !== 0) throw new ProtobufError(`packed length ${end - start} is not a multiple of the element size`)
     return
   }
   for (let p = start; p < end;) p = readVarint64(buf, p, end)[1]
@@ -69,101 +85,101 @@ const INT64_MIN = -(1n << 63n)
 const INT64_MAX = (1n << 63n) - 1n
 const UINT64_MAX = (1n << 64n) - 1n
 
-function integer(v: unknown, where: string): bigint {
+function integer(v: unknown): bigint {
   if (typeof v === 'number') {
-    if (!Number.isInteger(v)) throw new OtlpJsonError(`${where}: ${v} is not an integer`)
+    if (!Number.isInteger(v)) throw new OtlpJsonError(`${v} is not an integer`)
     return BigInt(v)
   }
-  if (typeof v === 'string' && /^-?\d+$/.test(v.trim())) return BigInt(v.trim())
+  if (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v)) return BigInt(v.trim())
   // protojson takes "1e3"-style strings for integers too; an exact float is an integer.
   if (typeof v === 'string' && v.trim() !== '' && Number.isInteger(Number(v))) return BigInt(Number(v))
-  throw new OtlpJsonError(`${where}: expected an integer (a JSON number or a decimal string), got ${JSON.stringify(v)}`)
+  throw new OtlpJsonError(`expected an integer (a JSON number or a decimal string), got ${JSON.stringify(v)}`)
 }
 
-function inRange(n: bigint, lo: bigint, hi: bigint, where: string): bigint {
-  if (n < lo || n > hi) throw new OtlpJsonError(`${where}: ${n} is out of range`)
+function inRange(n: bigint, lo: bigint, hi: bigint): bigint {
+  if (n < lo || n > hi) throw new OtlpJsonError(`${n} is out of range`)
   return n
 }
 
-function double(v: unknown, where: string): number {
+function double(v: unknown): number {
   if (typeof v === 'number') return v
   if (v === 'NaN') return NaN
   if (v === 'Infinity') return Infinity
   if (v === '-Infinity') return -Infinity
   if (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v))) return Number(v)
-  throw new OtlpJsonError(`${where}: expected a number, got ${JSON.stringify(v)}`)
+  throw new OtlpJsonError(`expected a number, got ${JSON.stringify(v)}`)
 }
 
-function hexBytes(v: unknown, len: number, where: string): Uint8Array {
+function hexBytes(v: unknown, len: number): Uint8Array {
   if (typeof v !== 'string' || (v.length !== 0 && v.length !== len * 2) || !/^[0-9a-fA-F]*$/.test(v)) {
-    throw new OtlpJsonError(`${where}: expected ${len * 2} hex digits (OTLP/JSON ids are hex, not base64), got ${JSON.stringify(v)}`)
+    throw new OtlpJsonError(`expected ${len * 2} hex digits (OTLP/JSON ids are hex, not base64), got ${JSON.stringify(v)}`)
   }
   const out = new Uint8Array(v.length / 2)
   for (let i = 0; i < out.length; i++) out[i] = parseInt(v.slice(i * 2, i * 2 + 2), 16)
   return out
 }
 
-function base64Bytes(v: unknown, where: string): Uint8Array {
-  if (typeof v !== 'string') throw new OtlpJsonError(`${where}: expected base64 text, got ${JSON.stringify(v)}`)
+function base64Bytes(v: unknown): Uint8Array {
+  if (typeof v !== 'string') throw new OtlpJsonError(`expected base64 text, got ${JSON.stringify(v)}`)
   let s = v.replace(/-/g, '+').replace(/_/g, '/')
-  if (!/^[A-Za-z0-9+/]*=*$/.test(s)) throw new OtlpJsonError(`${where}: not base64`)
+  if (!/^[A-Za-z0-9+/]*=*$/.test(s)) throw new OtlpJsonError(`not base64`)
   s = s.replace(/=+$/, '')
   s += '='.repeat((4 - (s.length % 4)) % 4)
   let bin: string
   try {
     bin = atob(s)
   } catch {
-    throw new OtlpJsonError(`${where}: not base64`)
+    throw new OtlpJsonError(`not base64`)
   }
   const out = new Uint8Array(bin.length)
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i)
   return out
 }
 
-/** Writes one scalar element (tag included unless `packed`). Returns false when a default left it out. */
-function writeScalar(w: Writer, spec: FieldSpec, v: unknown, where: string, always: boolean): void {
+/** Writes one scalar element with its tag; a default value is left out unless `always`. */
+function writeScalar(w: Writer, spec: FieldSpec, v: unknown, always: boolean): void {
   const tag = () => w.tag(spec.no, wireTypeOf(spec.kind))
   switch (spec.kind) {
     case 'string':
-      if (typeof v !== 'string') throw new OtlpJsonError(`${where}: expected a string, got ${JSON.stringify(v)}`)
+      if (typeof v !== 'string') throw new OtlpJsonError(`expected a string, got ${JSON.stringify(v)}`)
       if (v !== '' || always) w.string(spec.no, v)
       return
     case 'bytes': {
-      const b = spec.id ? hexBytes(v, spec.id, where) : base64Bytes(v, where)
+      const b = spec.id ? hexBytes(v, spec.id) : base64Bytes(v)
       if (b.length > 0 || always) w.bytes(spec.no, b)
       return
     }
     case 'bool':
-      if (typeof v !== 'boolean') throw new OtlpJsonError(`${where}: expected true or false, got ${JSON.stringify(v)}`)
+      if (typeof v !== 'boolean') throw new OtlpJsonError(`expected true or false, got ${JSON.stringify(v)}`)
       if (v || always) tag().varint(v ? 1 : 0)
       return
     case 'double': {
-      const d = double(v, where)
+      const d = double(v)
       if (d !== 0 || Object.is(d, -0) || always) tag().double(d)
       return
     }
     case 'enum': case 'int32': {
-      const n = typeof v === 'string' && spec.kind === 'enum' && v in ENUM_NAMES ? BigInt(ENUM_NAMES[v]!) : inRange(integer(v, where), -(1n << 31n), (1n << 31n) - 1n, where)
+      const n = typeof v === 'string' && spec.kind === 'enum' && v in ENUM_NAMES ? BigInt(ENUM_NAMES[v]!) : inRange(integer(v), -(1n << 31n), (1n << 31n) - 1n)
       if (n !== 0n || always) tag().varint64(n)
       return
     }
     case 'uint32': case 'fixed32': {
-      const n = Number(inRange(integer(v, where), 0n, 0xffffffffn, where))
+      const n = Number(inRange(integer(v), 0n, 0xffffffffn))
       if (n !== 0 || always) { tag(); if (spec.kind === 'fixed32') w.fixed32(n); else w.varint(n) }
       return
     }
     case 'sint32': {
-      const n = Number(inRange(integer(v, where), -(1n << 31n), (1n << 31n) - 1n, where))
+      const n = Number(inRange(integer(v), -(1n << 31n), (1n << 31n) - 1n))
       if (n !== 0 || always) tag().varint(n >= 0 ? n * 2 : -n * 2 - 1)
       return
     }
     case 'int64': case 'sfixed64': {
-      const n = inRange(integer(v, where), INT64_MIN, INT64_MAX, where)
+      const n = inRange(integer(v), INT64_MIN, INT64_MAX)
       if (n !== 0n || always) { tag(); if (spec.kind === 'sfixed64') w.fixed64(n); else w.varint64(n) }
       return
     }
     case 'uint64': case 'fixed64': {
-      const n = inRange(integer(v, where), 0n, UINT64_MAX, where)
+      const n = inRange(integer(v), 0n, UINT64_MAX)
       if (n !== 0n || always) { tag(); if (spec.kind === 'fixed64') w.fixed64(n); else w.varint64(n) }
       return
     }
@@ -172,31 +188,42 @@ function writeScalar(w: Writer, spec: FieldSpec, v: unknown, where: string, alwa
 }
 
 /** The protobuf encoding of the OTLP/JSON object `obj` as `message`. Throws OtlpJsonError naming the path. */
-export function jsonToProto(obj: unknown, message: string, path = message, depth = 0): Uint8Array<ArrayBuffer> {
+export function jsonToProto(obj: unknown, message: string): Uint8Array<ArrayBuffer> {
   const w = new Writer()
-  writeMessage(w, obj, message, path, depth)
+  try {
+    writeMessage(w, obj, message, 0)
+  } catch (e) {
+    if (e instanceof OtlpJsonError) e.at(message)
+    throw e
+  }
   return w.finish()
 }
 
-function writeMessage(w: Writer, obj: unknown, message: string, path: string, depth: number): void {
-  if (depth > MAX_DEPTH) throw new OtlpJsonError(`${path}: nested more than ${MAX_DEPTH} deep`)
-  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new OtlpJsonError(`${path}: expected an object, got ${Array.isArray(obj) ? 'an array' : JSON.stringify(obj)}`)
+function writeMessage(w: Writer, obj: unknown, message: string, depth: number): Writer {
+  if (depth > MAX_DEPTH) throw new OtlpJsonError(`nested more than ${MAX_DEPTH} deep`)
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new OtlpJsonError(`expected an object, got ${Array.isArray(obj) ? 'an array' : JSON.stringify(obj)}`)
   const index = INDEX[message]!
-  for (const [key, v] of Object.entries(obj)) {
+  for (const key in obj) {
+    const v = (obj as Record<string, unknown>)[key]
     const spec = index.byName.get(key)
-    if (!spec || v === null) continue
-    const where = `${path}.${key}`
-    if (spec.repeated) {
-      if (!Array.isArray(v)) throw new OtlpJsonError(`${where}: expected an array`)
-      v.forEach((el, i) => {
-        const at = `${where}[${i}]`
-        if (spec.kind === 'message') w.bytes(spec.no, jsonToProto(el, spec.message!, at, depth + 1))
-        else writeScalar(w, spec, el, at, true)
-      })
-    } else if (spec.kind === 'message') {
-      w.bytes(spec.no, jsonToProto(v, spec.message!, where, depth + 1))
-    } else writeScalar(w, spec, v, where, spec.presence === true)
+    if (!spec || v === null || v === undefined) continue
+    let i = -1
+    try {
+      if (spec.repeated) {
+        if (!Array.isArray(v)) throw new OtlpJsonError('expected an array')
+        for (i = 0; i < v.length; i++) {
+          if (spec.kind === 'message') writeMessage(w.fork(spec.no), v[i], spec.message!, depth + 1).join()
+          else writeScalar(w, spec, v[i], true)
+        }
+      } else if (spec.kind === 'message') {
+        writeMessage(w.fork(spec.no), v, spec.message!, depth + 1).join()
+      } else writeScalar(w, spec, v, spec.presence === true)
+    } catch (e) {
+      if (e instanceof OtlpJsonError) e.at(i >= 0 && Array.isArray(v) && i < v.length ? `.${key}[${i}]` : `.${key}`)
+      throw e
+    }
   }
+  return w
 }
 
 // ---- protobuf -> JSON ----------------------------------------------------------------------------

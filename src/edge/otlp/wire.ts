@@ -11,11 +11,17 @@ export const I64 = 1
 export const LEN = 2
 export const I32 = 5
 
-/** A malformed protobuf body: answered 400 by the OTLP routes. */
+/** A malformed protobuf body: answered 400 by the OTLP routes. at() adds the path as the error passes each message. */
 export class ProtobufError extends Error {
-  constructor(message: string) {
-    super(message)
+  readonly path: string[] = []
+  constructor(readonly detail: string) {
+    super(detail)
     this.name = 'ProtobufError'
+  }
+  at(step: string): this {
+    this.path.unshift(step)
+    this.message = `${this.path.join('')}: ${this.detail}`
+    return this
   }
 }
 
@@ -92,10 +98,12 @@ export function* fields(buf: Uint8Array, start = 0, end = buf.length): Generator
 
 const utf8 = new TextEncoder()
 
-/** A growable buffer that writes the wire format. */
+/** A growable buffer that writes the wire format; nested messages are written in place (fork/join). */
 export class Writer {
-  private buf: Uint8Array<ArrayBuffer> = new Uint8Array(256)
+  private buf: Uint8Array<ArrayBuffer> = new Uint8Array(1024)
+  private view = new DataView(this.buf.buffer)
   private len = 0
+  private readonly forks: number[] = []
 
   private room(n: number): void {
     if (this.len + n <= this.buf.length) return
@@ -104,6 +112,7 @@ export class Writer {
     const next = new Uint8Array(size)
     next.set(this.buf.subarray(0, this.len))
     this.buf = next
+    this.view = new DataView(next.buffer)
   }
 
   varint(v: number): this {
@@ -117,13 +126,18 @@ export class Writer {
   }
 
   varint64(v: bigint): this {
-    let u = BigInt.asUintN(64, v)
+    const u = BigInt.asUintN(64, v)
+    if (u <= 0x1fffffffffffffn) return this.varint(Number(u))
     this.room(10)
-    while (u >= 0x80n) {
-      this.buf[this.len++] = Number(u & 0x7fn) | 0x80
-      u >>= 7n
+    let lo = Number(u & 0xffffffffn)
+    let hi = Number(u >> 32n)
+    // 7 bits at a time across the two 32-bit halves.
+    while (hi > 0 || lo >= 0x80) {
+      this.buf[this.len++] = (lo & 0x7f) | 0x80
+      lo = ((lo >>> 7) | (hi << 25)) >>> 0
+      hi >>>= 7
     }
-    this.buf[this.len++] = Number(u)
+    this.buf[this.len++] = lo
     return this
   }
 
@@ -138,25 +152,59 @@ export class Writer {
 
   /** A LEN field holding `b`. */
   bytes(no: number, b: Uint8Array): this { return this.tag(no, LEN).varint(b.length).raw(b) }
-  string(no: number, s: string): this { return this.bytes(no, utf8.encode(s)) }
+
+  string(no: number, s: string): this {
+    this.tag(no, LEN)
+    // Room for the worst case (3 bytes per UTF-16 unit) after a 5-byte length, then the length moved up.
+    this.room(5 + s.length * 3)
+    const at = this.len
+    const { written } = utf8.encodeInto(s, this.buf.subarray(at + 5))
+    return this.placeLength(at, written)
+  }
+
+  /** Starts a LEN field whose payload is written next; join() closes it. */
+  fork(no: number): this {
+    this.tag(no, LEN)
+    this.room(5)
+    this.forks.push(this.len)
+    this.len += 5
+    return this
+  }
+
+  join(): this {
+    const at = this.forks.pop()!
+    return this.placeLength(at, this.len - at - 5)
+  }
+
+  /** Writes the varint length `n` at `at`, moving the `n` payload bytes at `at + 5` right behind it. */
+  private placeLength(at: number, n: number): this {
+    const size = varintSize(n)
+    this.buf.copyWithin(at + size, at + 5, at + 5 + n)
+    let v = n
+    let p = at
+    while (v >= 0x80) { this.buf[p++] = (v % 128) | 0x80; v = Math.floor(v / 128) }
+    this.buf[p] = v
+    this.len = at + size + n
+    return this
+  }
 
   fixed32(v: number): this {
     this.room(4)
-    new DataView(this.buf.buffer).setUint32(this.len, v >>> 0, true)
+    this.view.setUint32(this.len, v >>> 0, true)
     this.len += 4
     return this
   }
 
   fixed64(v: bigint): this {
     this.room(8)
-    new DataView(this.buf.buffer).setBigUint64(this.len, BigInt.asUintN(64, v), true)
+    this.view.setBigUint64(this.len, BigInt.asUintN(64, v), true)
     this.len += 8
     return this
   }
 
   double(v: number): this {
     this.room(8)
-    new DataView(this.buf.buffer).setFloat64(this.len, v, true)
+    this.view.setFloat64(this.len, v, true)
     this.len += 8
     return this
   }
