@@ -7,15 +7,42 @@ import os from 'node:os'
 import path from 'node:path'
 import { ROOT } from './wrangler.js'
 
-/** The Collector binary's path, building it when needed; null (with why) when Go is not installed. */
+/**
+ * The Collector binary's path, or why there is none. Under CI it is built when needed (.ci/run builds
+ * it before the tests); elsewhere only a cached build is used, since the first build takes minutes:
+ * `node scripts/otelcol/build.mjs`.
+ */
 export function collectorBinary(): { bin: string } | { missing: string } {
   try {
     execFileSync('go', ['version'], { stdio: 'ignore' })
   } catch {
     return { missing: 'go is not installed (.ci/run installs it from the Go module proxy)' }
   }
-  const out = execFileSync('node', [path.join(ROOT, 'scripts/otelcol/build.mjs')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_800_000 })
-  return { bin: out.trim().split('\n').pop()! }
+  const args = [path.join(ROOT, 'scripts/otelcol/build.mjs'), ...process.env.CI ? [] : ['--cached']]
+  try {
+    const out = execFileSync('node', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_800_000 })
+    return { bin: out.trim().split('\n').pop()! }
+  } catch (e) {
+    if ((e as { status?: number }).status === 3) return { missing: 'the Collector is not built yet: run node scripts/otelcol/build.mjs (minutes, once)' }
+    throw e
+  }
+}
+
+/** The pdata tool (scripts/otelcol/pdata: xhash keys, pdata's protobuf decoding), built when needed; null when Go is not installed. */
+export function pdataBinary(): string | null {
+  try {
+    execFileSync('go', ['version'], { stdio: 'ignore' })
+  } catch {
+    return null
+  }
+  return execFileSync('node', [path.join(ROOT, 'scripts/otelcol/build.mjs'), 'pdata'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_200_000 }).trim().split('\n').pop()!
+}
+
+/** Record values decoded by pdata's protobuf unmarshaler (the kafkareceiver's otlp_proto), as pdata JSON. */
+export function pdataDecode(bin: string, signal: Signal, values: Uint8Array[]): Array<Record<string, unknown>> {
+  if (values.length === 0) return []
+  const input = values.map((v) => Buffer.from(v).toString('base64')).join('\n') + '\n'
+  return execFileSync(bin, ['decode', signal], { input, encoding: 'utf8', maxBuffer: 256 << 20 }).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
 }
 
 export type Signal = 'traces' | 'logs' | 'metrics'

@@ -14,7 +14,7 @@ import { SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { jsonToProto, protoToJson } from '../../src/edge/otlp/transcode.js'
 import { bs, createTopic, ensureCluster, readTopic, uniqueTopic, type Cluster, type ReadRecord } from '../helpers/kafka.js'
-import { collectorBinary, startCollector, type Collector, type Signal } from './otelcol.js'
+import { collectorBinary, pdataBinary, pdataDecode, startCollector, type Collector, type Signal } from './otelcol.js'
 import { ROOT, startWrangler, type WranglerDev } from './wrangler.js'
 
 const TOKEN = 'otlp-test-secret'
@@ -22,6 +22,8 @@ const MAX_BODY = 256 << 10
 const MAX_REQUEST = 64 << 10
 const DATA = { traces: 'TracesData', logs: 'LogsData', metrics: 'MetricsData' } as const
 const SIGNALS: Signal[] = ['traces', 'logs', 'metrics']
+/** Spans the OTel SDK test sends (5 per exporter). */
+const SDK_SPANS = 10
 
 let cluster: Cluster
 let dev: WranglerDev
@@ -261,6 +263,25 @@ describe('what reaches Kafka', () => {
     for (const r of split) expect(r.value!.length).toBeLessThanOrEqual(MAX_REQUEST)
   })
 
+  /** What a reader decoded equals what was sent: every accepted item once, the SDK's spans, nothing rejected. */
+  function expectSent(got: Record<Signal, string[]>): void {
+    const want = Object.fromEntries(SIGNALS.map((s) => [s, accepted[s].flatMap((j) => items(s, j as Record<string, unknown>))])) as Record<Signal, string[]>
+    const fromSdk = got.traces.filter((i) => i.includes('"sdk-proto"') || i.includes('"sdk-json"'))
+    expect(fromSdk).toHaveLength(SDK_SPANS)
+    expect(got.traces.filter((i) => !fromSdk.includes(i)).sort()).toEqual(want.traces.sort())
+    expect(got.logs.sort()).toEqual(want.logs.sort())
+    expect(got.metrics.sort()).toEqual(want.metrics.sort())
+    for (const name of rejectedSpanNames) expect(got.traces.some((i) => i.includes(name))).toBe(false)
+  }
+
+  describe('pdata, the Collector\'s own decoder (scripts/otelcol/pdata), reads every record', () => {
+    const bin = pdataBinary()
+    it.skipIf(bin === null && !process.env.CI)(`and the data equals what was sent${bin === null ? ' (skipped: go is not installed)' : ''}`, () => {
+      if (bin === null) throw new Error('CI=1 and go is missing: .ci/run installs it')
+      expectSent(Object.fromEntries(SIGNALS.map((s) => [s, pdataDecode(bin, s, records[s].map((r) => r.value!)).flatMap((d) => items(s, d))])) as Record<Signal, string[]>)
+    }, 600_000)
+  })
+
   describe('the OpenTelemetry Collector (contrib kafkareceiver -> fileexporter) reads them', () => {
     const built = collectorBinary()
     const missing = 'missing' in built ? built.missing : null
@@ -271,21 +292,15 @@ describe('what reaches Kafka', () => {
     it.skipIf(missing !== null && !process.env.CI)(`what it writes equals what was sent, for every accepted request${missing ? ` (skipped: ${missing})` : ''}`, async () => {
       if (missing) throw new Error(`CI=1 and the Collector cannot be built: ${missing}`)
       collector = await startCollector((built as { bin: string }).bin, { brokers: bs(cluster), topics })
-      const want = Object.fromEntries(SIGNALS.map((s) => [s, accepted[s].flatMap((j) => items(s, j as Record<string, unknown>))])) as Record<Signal, string[]>
-      const sdkSpans = 10
+      const expected = Object.fromEntries(SIGNALS.map((s) => [s, accepted[s].flatMap((j) => items(s, j as Record<string, unknown>)).length + (s === 'traces' ? SDK_SPANS : 0)]))
       const deadline = Date.now() + 90_000
       let got: Record<Signal, string[]> = { traces: [], logs: [], metrics: [] }
       for (;;) {
         got = Object.fromEntries(SIGNALS.map((s) => [s, collector!.read(s).flatMap((line) => items(s, line))])) as Record<Signal, string[]>
-        if (SIGNALS.every((s) => got[s].length >= want[s].length + (s === 'traces' ? sdkSpans : 0)) || Date.now() > deadline) break
+        if (SIGNALS.every((s) => got[s].length >= expected[s]!) || Date.now() > deadline) break
         await new Promise((r) => setTimeout(r, 500))
       }
-      const fromSdk = got.traces.filter((i) => i.includes('"sdk-proto"') || i.includes('"sdk-json"'))
-      expect(fromSdk).toHaveLength(sdkSpans)
-      expect(got.traces.filter((i) => !fromSdk.includes(i)).sort()).toEqual(want.traces.sort())
-      expect(got.logs.sort()).toEqual(want.logs.sort())
-      expect(got.metrics.sort()).toEqual(want.metrics.sort())
-      for (const name of rejectedSpanNames) expect(got.traces.some((i) => i.includes(name))).toBe(false)
+      expectSent(got)
     }, 180_000)
   })
 })
