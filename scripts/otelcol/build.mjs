@@ -26,7 +26,7 @@ if (!existsSync(bin)) {
   const tmp = `${bin}.tmp-${process.pid}`
   execFileSync('nice', ['-n', '10', 'go', 'build', '-trimpath', '-ldflags=-s -w', '-o', tmp, target === 'pdata' ? './pdata' : '.'], {
     cwd: dir, stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'inherit'],
-    env: { ...process.env, GOTOOLCHAIN: process.env.GOTOOLCHAIN ?? 'auto', GOFLAGS: '-mod=readonly', CGO_ENABLED: '0' },
+    env: { ...process.env, GOTOOLCHAIN: process.env.GOTOOLCHAIN ?? 'auto' },
   })
   renameSync(tmp, bin)
 }
