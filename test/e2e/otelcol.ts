@@ -97,7 +97,8 @@ export async function startCollector(bin: string, o: CollectorOptions): Promise<
     await new Promise((r) => setTimeout(r, 200))
   }
   return {
-    read: (s) => (existsSync(file(s)) ? readFileSync(file(s), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) : []),
+    // Complete lines only: the exporter may be writing the last one.
+    read: (s) => (existsSync(file(s)) ? readFileSync(file(s), 'utf8').split('\n').slice(0, -1).filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) : []),
     log: () => out,
     stop: async () => {
       child.kill('SIGTERM')
