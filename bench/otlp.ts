@@ -4,9 +4,7 @@
 //   2. under wrangler dev with Kafka 4.4, one shard: workerd CPU per 1,000 spans (every workerd process of
 //      the dev server, so Worker and object together) and spans/s accepted (sequential requests) and
 //      produced (until the backlog is empty), for protobuf and JSON bodies.
-import { readdirSync, readFileSync } from 'node:fs'
-import { spawnSync } from 'node:child_process'
-import { printTable, report, writeReport, type BenchResult } from './lib.js'
+import { printTable, report, workerdCpuMs, writeReport, type BenchResult } from './lib.js'
 import { telemetryApp } from '../src/edge/worker/app.js'
 import type { DurableObjectNamespace, Env } from '../src/edge/worker/env.js'
 import { toRecords } from '../src/edge/otlp/records.js'
@@ -48,20 +46,6 @@ async function handlerCpuPer1000(spans: number, requests: number, type: 'protobu
   for (const b of bodies) await (await post(b)).arrayBuffer()
   const c = process.cpuUsage(c0)
   return (c.user + c.system) / 1000 / (requests * spans / 1000)
-}
-
-/** CPU ms (user + system) of the workerd processes in a wrangler dev process group. */
-function workerdCpuMs(pgid: number): number {
-  const hz = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100
-  let ticks = 0
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    let stat: string
-    try { stat = readFileSync(`/proc/${pid}/stat`, 'utf8') } catch { continue }
-    const close = stat.lastIndexOf(')')
-    const f = stat.slice(close + 2).split(' ')
-    if (stat.slice(stat.indexOf('(') + 1, close) === 'workerd' && Number(f[2]) === pgid) ticks += Number(f[11]) + Number(f[12])
-  }
-  return (ticks / hz) * 1000
 }
 
 export default async function run(args: string[]): Promise<void> {

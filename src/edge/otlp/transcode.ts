@@ -5,21 +5,11 @@
  * 64-bit integers are accepted too, as protojson readers do; unknown keys are ignored).
  */
 import { INDEX, ENUM_NAMES, type FieldSpec, type Kind } from './schema.js'
-import { I32, I64, LEN, ProtobufError, VARINT, Writer, fields, readVarint64 } from './wire.js'
+import { I32, I64, LEN, OtlpInputError, ProtobufError, VARINT, Writer, fields, readVarint64 } from './wire.js'
 
-/** A malformed OTLP/JSON body: answered 400. The message names the path (`TracesData.resourceSpans[0]...`). */
-export class OtlpJsonError extends Error {
-  /** The path from the innermost field out, filled in as the error passes each message. */
-  readonly path: string[] = []
-  constructor(readonly detail: string) {
-    super(detail)
-    this.name = 'OtlpJsonError'
-  }
-  at(step: string): this {
-    this.path.unshift(step)
-    this.message = `${this.path.join('')}: ${this.detail}`
-    return this
-  }
+/** A malformed OTLP/JSON body: answered 400. */
+export class OtlpJsonError extends OtlpInputError {
+  override readonly name = 'OtlpJsonError'
 }
 
 /** Nesting deeper than this (AnyValue inside AnyValue ...) is refused rather than followed. */

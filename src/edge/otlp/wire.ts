@@ -11,18 +11,22 @@ export const I64 = 1
 export const LEN = 2
 export const I32 = 5
 
-/** A malformed protobuf body: answered 400 by the OTLP routes. at() adds the path as the error passes each message. */
-export class ProtobufError extends Error {
+/** Bad OTLP input; at() adds the path (`TracesData.resourceSpans.scopeSpans...`) as the error passes each message. */
+export class OtlpInputError extends Error {
   readonly path: string[] = []
   constructor(readonly detail: string) {
     super(detail)
-    this.name = 'ProtobufError'
   }
   at(step: string): this {
     this.path.unshift(step)
     this.message = `${this.path.join('')}: ${this.detail}`
     return this
   }
+}
+
+/** A malformed protobuf body: answered 400 by the OTLP routes. */
+export class ProtobufError extends OtlpInputError {
+  override readonly name = 'ProtobufError'
 }
 
 /** One field: its number and wire type, where it starts (the tag) and ends, and for LEN its payload. */
