@@ -1,6 +1,7 @@
 // Shared benchmark plumbing: timing, the results file ({ name, when, machine, config, results:
 // [{ impl, metric, unit, value }] }, every peer measured in the same run) and the printed table.
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -80,4 +81,20 @@ export function printTable(results: BenchResult[], baseline: string): void {
 function formatNumber(v: number): string {
   if (v >= 1000) return Math.round(v).toLocaleString('en-US')
   return v.toPrecision(3)
+}
+
+/** CPU milliseconds (user + system) of the workerd processes in a wrangler dev process group. */
+export function workerdCpuMs(pgid: number): number {
+  const hz = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100
+  let ticks = 0
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let stat: string
+    try { stat = readFileSync(`/proc/${pid}/stat`, 'utf8') } catch { continue }
+    const close = stat.lastIndexOf(')')
+    const comm = stat.slice(stat.indexOf('(') + 1, close)
+    const f = stat.slice(close + 2).split(' ')
+    // fields after comm: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
+    if (comm === 'workerd' && Number(f[2]) === pgid) ticks += Number(f[11]) + Number(f[12])
+  }
+  return (ticks / hz) * 1000
 }

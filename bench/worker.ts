@@ -10,14 +10,13 @@
 //      cannot keep a socket across requests without a Durable Object);
 //   3. events/s of one shard: 20,000 events posted by 20 clients to SHARDS=1, first POST to empty backlog.
 // @platformatic/kafka is tried under nodejs_compat too; it fails at module load (recorded below).
-import { spawnSync } from 'node:child_process'
-import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { bs, createTopic, ensureCluster, readTopic, stopCluster, uniqueTopic, type Cluster } from '../test/helpers/kafka.js'
 import { runWorkerLoad, type LoadResult } from '../test/e2e/worker-load.js'
 import { startWrangler, type WranglerDev } from '../test/e2e/wrangler.js'
 import { ensurePeers, PEERS_DIR, ROOT } from './peers.js'
-import { printTable, report, writeReport, type BenchResult } from './lib.js'
+import { printTable, report, workerdCpuMs, writeReport, type BenchResult } from './lib.js'
 import { telemetryApp } from '../src/edge/worker/app.js'
 import type { DurableObjectNamespace, Env } from '../src/edge/worker/env.js'
 
@@ -45,22 +44,6 @@ async function handlerCpu(requests: number): Promise<number> {
 const arg = (args: string[], name: string, d: number) => {
   const i = args.indexOf(`--${name}`)
   return i >= 0 ? Number(args[i + 1]) : d
-}
-
-/** CPU seconds (user + system) of the workerd processes in a wrangler dev process group. */
-function workerdCpuMs(pgid: number): number {
-  const hz = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100
-  let ticks = 0
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    let stat: string
-    try { stat = readFileSync(`/proc/${pid}/stat`, 'utf8') } catch { continue }
-    const close = stat.lastIndexOf(')')
-    const comm = stat.slice(stat.indexOf('(') + 1, close)
-    const f = stat.slice(close + 2).split(' ')
-    // fields after comm: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
-    if (comm === 'workerd' && Number(f[2]) === pgid) ticks += Number(f[11]) + Number(f[12])
-  }
-  return (ticks / hz) * 1000
 }
 
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? 0

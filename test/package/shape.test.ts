@@ -33,7 +33,7 @@ afterAll(() => { for (const d of temp) rmSync(d, { recursive: true, force: true 
 
 describe('the tarball', () => {
   it('ships the README, LICENSE, CHANGELOG, docs, the WASM files and every entry', () => {
-    for (const f of ['README.md', 'LICENSE', 'CHANGELOG.md', 'CONTRIBUTING.md', 'docs/design.md', 'docs/producer.md', 'docs/recipes.md', 'docs/relay.md', 'docs/worker.md', 'docs/browser.md',
+    for (const f of ['README.md', 'LICENSE', 'CHANGELOG.md', 'CONTRIBUTING.md', 'docs/design.md', 'docs/producer.md', 'docs/recipes.md', 'docs/relay.md', 'docs/worker.md', 'docs/otlp.md', 'docs/browser.md',
       'build/core.wasm', 'build/core-lz4.wasm', 'dist/edge/index.js', 'dist/edge/node.js', 'dist/edge/inline.js', 'dist/edge/workerd.js', 'dist/edge/browser/index.js', 'dist/bridge/index.js', 'dist/bridge/cli.js', 'dist/edge/worker/index.js', 'bin/kafka-edge.js']) {
       expect(files, f).toContain(f)
     }

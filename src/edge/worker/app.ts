@@ -1,6 +1,7 @@
 import { Hono } from 'hono'
 import { murmur2 } from '../producer/partitioner.js'
 import type { DurableObjectNamespace, DurableObjectStub, Env } from './env.js'
+import { OTLP_PATHS, OtlpRequestError, authorize, bodyType, exportResponse, metadataHeaders, otlpSettings, readOtlpBody, statusResponse } from './otlp.js'
 import { prometheus, type MetricSample } from './settings.js'
 import { DEFAULT_LIMITS, TelemetryInputError, parseTelemetry, readBodyLimited, type TelemetryLimits, type TelemetryRecord } from './validate.js'
 
@@ -40,6 +41,8 @@ export function shardOf(r: Pick<TelemetryRecord, 'key' | 'id'>, shards: number):
  *   POST /events   one event or an array (see validate.ts). durable: 202 {accepted, topic, ids} once
  *                  stored; 429 + Retry-After when an object's backlog is full. sync: 202 {accepted,
  *                  events: [{id, partition, offset}]} once Kafka acknowledged. 400/413/415 bad input.
+ *   POST /v1/traces, /v1/logs, /v1/metrics   OTLP/HTTP (otlp.ts, docs/otlp.md): 200 once stored in an
+ *                  object (always the durable accept), written as the Collector's kafkaexporter writes
  *   GET  /healthz  every shard's producer state and backlog
  *   GET  /metrics  Prometheus text: backlog, oldest event age, produce latency, producer metrics, per shard
  */
@@ -106,6 +109,34 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     return new Response(JSON.stringify(body), { status: worst, headers: { 'content-type': 'application/json', ...(retryAfter > 0 ? { 'retry-after': String(retryAfter) } : {}) } })
   })
 
+  for (const [route, signal] of Object.entries(OTLP_PATHS)) {
+    app.post(route, async (c) => {
+      const req = c.req.raw
+      const type = bodyType(req.headers.get('content-type'))
+      const settings = otlpSettings(c.env)
+      let body: Uint8Array<ArrayBuffer>
+      try {
+        authorize(req, settings)
+        if (!type) throw new OtlpRequestError(415, `content-type ${JSON.stringify(req.headers.get('content-type') ?? '')} is not OTLP: send application/x-protobuf or application/json`)
+        body = await readOtlpBody(req, signal, type, settings)
+      } catch (e) {
+        if (e instanceof OtlpRequestError) return statusResponse(e.status, type ?? 'json', e.message)
+        throw e
+      }
+      const { shards, stub } = cfg(c.env)
+      // No key to keep in order across requests: any shard takes it (one shard keeps arrival order).
+      const shard = shards <= 1 ? 0 : Math.floor(Math.random() * shards)
+      const res = await stub(shard).fetch('https://producer/otlp', {
+        method: 'POST', body,
+        headers: { 'content-type': 'application/x-protobuf', 'x-otlp-signal': signal, 'x-otlp-metadata': JSON.stringify(metadataHeaders(req, settings)) },
+      })
+      const answer = await res.json() as { rejected?: number; error?: string; message?: string }
+      if (res.status === 200) return exportResponse(signal, type, answer.rejected ?? 0, answer.error ?? '')
+      const retryAfter = res.headers.get('retry-after')
+      return statusResponse(res.status, type, answer.error ?? answer.message ?? 'not stored', retryAfter ? { 'retry-after': retryAfter } : {})
+    })
+  }
+
   app.get('/healthz', async (c) => {
     const { shards, mode, stub } = cfg(c.env)
     const status = await Promise.all(Array.from({ length: shards }, async (_, i) => {
@@ -123,7 +154,7 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     return new Response(prometheus(all), { headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' } })
   })
 
-  app.notFound((c) => c.json({ error: `no route ${c.req.method} ${new URL(c.req.url).pathname}; try POST /events, GET /healthz, GET /metrics` }, 404))
+  app.notFound((c) => c.json({ error: `no route ${c.req.method} ${new URL(c.req.url).pathname}; try POST /events, POST /v1/traces|logs|metrics, GET /healthz, GET /metrics` }, 404))
   app.onError((e, c) => c.json({ error: 'internal error', message: e.message }, 500))
   return app
 }

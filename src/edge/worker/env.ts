@@ -68,4 +68,27 @@ export interface Env {
   KAFKA_RELAY_URL?: string
   /** With KAFKA_RELAY_URL: the relay token naming the topic. A secret: `wrangler secret put KAFKA_RELAY_TOKEN`. */
   KAFKA_RELAY_TOKEN?: string
+  /** Optional: the producer's max.request.size (default 1048576); OTLP requests are split into records that fit it. */
+  KAFKA_MAX_REQUEST_SIZE?: string
+  /** Optional: most bytes of records an object holds unproduced before it answers 429 (default 1 GiB). */
+  MAX_BACKLOG_BYTES?: string
+  /** OTLP (docs/otlp.md): topics (default otlp_spans, otlp_logs, otlp_metrics). */
+  OTLP_TRACES_TOPIC?: string
+  OTLP_LOGS_TOPIC?: string
+  OTLP_METRICS_TOPIC?: string
+  /** OTLP: otlp_proto (default) or otlp_json record values. */
+  OTLP_ENCODING?: string
+  /** OTLP keying, as the Collector's kafkaexporter options of the same names: true/false. */
+  OTLP_PARTITION_TRACES_BY_ID?: string
+  OTLP_PARTITION_LOGS_BY_TRACE_ID?: string
+  OTLP_PARTITION_LOGS_BY_RESOURCE_ATTRIBUTES?: string
+  OTLP_PARTITION_METRICS_BY_RESOURCE_ATTRIBUTES?: string
+  /** OTLP: comma-separated request headers copied into record headers (include_metadata_keys). */
+  OTLP_INCLUDE_METADATA_KEYS?: string
+  /** OTLP: the secret senders present (a secret: `wrangler secret put OTLP_AUTH_TOKEN`); unset, the routes are open. */
+  OTLP_AUTH_TOKEN?: string
+  /** OTLP: the header carrying it: authorization (default; "Bearer <token>") or another name. */
+  OTLP_AUTH_HEADER?: string
+  /** OTLP: the largest body, as sent and after gunzip (default 16 MiB). */
+  OTLP_MAX_BODY_BYTES?: string
 }

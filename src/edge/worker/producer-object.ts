@@ -7,6 +7,8 @@ import { createProducer, type Producer } from '../producer/producer.js'
 import { loadCore, readBatchRecords, type Core, type CompressionType } from '../wasm/core.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
 import type { DurableObjectState, Env, SqlStorage } from './env.js'
+import { toRecords, type OtlpRecord, type Signal } from '../otlp/records.js'
+import { otlpSettings } from './otlp.js'
 import { checkpointFromJson, checkpointToJson, countingOpens, relayTransport, securitySettings, type MetricSample } from './settings.js'
 import type { TelemetryRecord } from './validate.js'
 
@@ -20,6 +22,12 @@ export interface FailedEvent { id: string; error: string; message: string; retri
 /** Header carrying the event id on every record: how a checkpoint's batches name their events. */
 export const EVENT_ID_HEADER = 'event-id'
 export const DEFAULT_MAX_BACKLOG = 100_000
+export const DEFAULT_MAX_BACKLOG_BYTES = 1 << 30
+/**
+ * A record value larger than this is stored in rows of event_chunks: a Durable Object's SQLite row
+ * (or value) holds at most 2 MB, and a record may be up to max.request.size.
+ */
+export const CHUNK_BYTES = 1_000_000
 
 // Event rows: waiting to be produced, handed to the producer, waiting again after a send that may
 // have written them (resent with the possible-duplicate header), or taken over from the checkpoint.
@@ -32,10 +40,18 @@ const RESUMED = 3
  * saw (a restart, a lost connection) within this window is answered 202 again and nothing is stored twice.
  */
 export const ACCEPTED_ID_WINDOW_MS = 3_600_000
-/** Rows one produce round hands to the producer at most (bounded memory per round). */
+/** Rows one produce round hands to the producer at most, and their bytes (bounded memory per round). */
 const ROUND = 2000
+const ROUND_BYTES = 16 << 20
 
-interface Row { seq: number; id: string; key: string | null; value: string; ts: number; type: string; state: number; accepted_at: number }
+/**
+ * An events row. An OTLP record has a topic, its key and value as bytes (the value inline up to
+ * CHUNK_BYTES, else in event_chunks) and the request headers it carries; an event has none of these.
+ */
+interface Row {
+  seq: number; id: string; key: string | null; value: string; ts: number; type: string; state: number; accepted_at: number
+  topic: string | null; bkey: ArrayBuffer | null; headers: string | null; chunks: number; size: number
+}
 
 /**
  * The Durable Object that owns ONE long-lived idempotent producer per shard. In `durable` mode (the
@@ -79,6 +95,12 @@ export class KafkaProducerObject {
     this.sql.exec(`CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, key TEXT, value TEXT NOT NULL,
       ts INTEGER NOT NULL, type TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0, accepted_at INTEGER NOT NULL)`)
     this.sql.exec('CREATE INDEX IF NOT EXISTS events_state ON events (state, seq)')
+    // OTLP records (added to the events table so they share its states, checkpoint and exactly-once resume).
+    const columns = new Set(this.sql.exec<{ name: string }>('PRAGMA table_info(events)').toArray().map((c) => c.name))
+    for (const [name, decl] of [['topic', 'TEXT'], ['bkey', 'BLOB'], ['bvalue', 'BLOB'], ['headers', 'TEXT'], ['chunks', 'INTEGER NOT NULL DEFAULT 0'], ['size', 'INTEGER NOT NULL DEFAULT 0']]) {
+      if (!columns.has(name!)) this.sql.exec(`ALTER TABLE events ADD COLUMN ${name} ${decl}`)
+    }
+    this.sql.exec('CREATE TABLE IF NOT EXISTS event_chunks (seq INTEGER NOT NULL, n INTEGER NOT NULL, bytes BLOB NOT NULL, PRIMARY KEY (seq, n))')
     this.sql.exec('CREATE TABLE IF NOT EXISTS producer_checkpoint (k INTEGER PRIMARY KEY CHECK (k = 0), body TEXT NOT NULL)')
     this.sql.exec('CREATE TABLE IF NOT EXISTS accepted_ids (id TEXT PRIMARY KEY, at INTEGER NOT NULL)')
     this.sql.exec('CREATE INDEX IF NOT EXISTS accepted_ids_at ON accepted_ids (at)')
@@ -99,6 +121,8 @@ export class KafkaProducerObject {
       'max.block.ms': 15_000,
       // Durable mode has no caller waiting: give a slow broker time; sync mode fails within 30 s.
       'delivery.timeout.ms': this.mode() === 'sync' ? 30_000 : 120_000,
+      // OTLP requests are split into records of at most this size (less the record's overhead).
+      ...this.env.KAFKA_MAX_REQUEST_SIZE?.trim() ? { 'max.request.size': Number(this.env.KAFKA_MAX_REQUEST_SIZE) } : {},
       ...relay ? { transport: relay } : securitySettings(this.env),
     }
   }
@@ -107,6 +131,10 @@ export class KafkaProducerObject {
   private maxBacklog(): number {
     const n = Number(this.env.MAX_BACKLOG)
     return Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_BACKLOG
+  }
+  private maxBacklogBytes(): number {
+    const n = Number(this.env.MAX_BACKLOG_BYTES)
+    return Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_BACKLOG_BYTES
   }
 
   private getProducer(): Promise<Producer> {
@@ -218,6 +246,10 @@ export class KafkaProducerObject {
     try {
       if (request.method === 'POST' && url.pathname === '/accept') return await this.accept(await request.json() as TelemetryRecord[])
       if (request.method === 'POST' && url.pathname === '/produce') return await this.produceNow(await request.json() as TelemetryRecord[])
+      if (request.method === 'POST' && url.pathname === '/otlp') {
+        const metadata = JSON.parse(request.headers.get('x-otlp-metadata') ?? '[]') as Array<[string, string]>
+        return this.acceptOtlp(request.headers.get('x-otlp-signal') as Signal, new Uint8Array(await request.arrayBuffer()), metadata)
+      }
       if (request.method === 'GET' && url.pathname === '/metrics') return json(this.metricSamples())
       if (request.method === 'GET' && url.pathname === '/status') return json(this.status())
       return json({ error: 'not found' }, 404)
@@ -249,17 +281,91 @@ export class KafkaProducerObject {
   /** Deletes the rows whose seqs the JSON array names (rowsWritten would count index writes too). */
   private deleteRows(seqs: string): void {
     const where = 'seq IN (SELECT value FROM json_each(?))'
-    this.backlogCount -= this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM events WHERE ${where}`, seqs).one().n
+    this.backlog()
+    const gone = this.sql.exec<{ n: number; bytes: number; chunked: number }>(
+      `SELECT COUNT(*) AS n, COALESCE(SUM(size), 0) AS bytes, COALESCE(SUM(chunks), 0) AS chunked FROM events WHERE ${where}`, seqs).one()
+    this.backlogCount -= gone.n
+    this.backlogBytes -= gone.bytes
     this.sql.exec(`DELETE FROM events WHERE ${where}`, seqs)
+    if (gone.chunked > 0) this.sql.exec(`DELETE FROM event_chunks WHERE ${where}`, seqs)
   }
 
-  /** Rows stored, counted once from SQLite and then kept up to date (COUNT(*) scans the table). */
+  /** Rows stored and their record bytes, counted once from SQLite and then kept up to date (COUNT(*) scans the table). */
   private backlogCount = -1
+  private backlogBytes = 0
 
-  private backlog(): { count: number; oldest: number | null } {
-    if (this.backlogCount < 0) this.backlogCount = this.sql.exec<{ n: number }>('SELECT COUNT(*) AS n FROM events').one().n
+  private backlog(): { count: number; bytes: number; oldest: number | null } {
+    if (this.backlogCount < 0) {
+      const all = this.sql.exec<{ n: number; bytes: number }>('SELECT COUNT(*) AS n, COALESCE(SUM(size), 0) AS bytes FROM events').one()
+      this.backlogCount = all.n
+      this.backlogBytes = all.bytes
+    }
     const oldest = this.sql.exec<{ at: number }>('SELECT accepted_at AS at FROM events ORDER BY seq LIMIT 1').toArray()[0]?.at ?? null
-    return { count: this.backlogCount, oldest }
+    return { count: this.backlogCount, bytes: this.backlogBytes, oldest }
+  }
+
+  /** Seconds a client waits before retrying a refused request: the excess over the rate drained so far (30 s before anything drained). */
+  private retryAfter(excess: number): number {
+    const rate = this.stats.produced > 0 ? this.stats.produced / Math.max(1, (Date.now() - this.startedMs) / 1000) : 0
+    return Math.min(60, Math.max(1, rate > 0 ? Math.ceil(excess / rate) : 30))
+  }
+
+  /**
+   * An OTLP export request (a checked protobuf *Data message): its records, as the Collector's
+   * kafkaexporter would write them, stored in one transaction and answered 200 (the output gate holds
+   * the answer until they are durable); then produced like events. Each record carries the event-id
+   * header the exactly-once resume needs. 429 when the backlog (records or bytes) would be full.
+   */
+  private async acceptOtlp(signal: Signal, body: Uint8Array, metadata: Array<[string, string]>): Promise<Response> {
+    const settings = otlpSettings(this.env)
+    const maxRequestSize = Number(this.producerSettings()['max.request.size'] ?? 1048576)
+    const headerBytes = metadata.reduce((n, [k, v]) => n + k.length + v.length * 3 + 8, 0)
+    // What a record's batch needs besides its value: the batch header, the record's varints, the key, event-id header.
+    const maxRecordBytes = maxRequestSize - 512 - headerBytes
+    const { records, items, rejected } = toRecords(signal, body, { ...settings.records, maxRecordBytes })
+    const error = rejected > 0 ? `${rejected} of ${items} items are each larger than a Kafka record may be (${maxRecordBytes} bytes, from max.request.size) and were not written` : undefined
+    if (records.length === 0) return json({ records: 0, items, rejected, error })
+    const bytes = records.reduce((n, r) => n + r.value.length + (r.key?.length ?? 0), 0)
+    const { count } = this.backlog()
+    const max = this.maxBacklog()
+    const maxBytes = this.maxBacklogBytes()
+    if (count + records.length > max || this.backlogBytes + bytes > maxBytes) {
+      this.stats.rejected += records.length
+      const retryAfter = this.retryAfter(Math.max(count + records.length - max, 1))
+      return json({ error: `backlog full: ${count} records (${this.backlogBytes} bytes) wait to be produced (at most ${max}, ${maxBytes} bytes); retry after ${retryAfter} s` },
+        429, { 'retry-after': String(retryAfter) })
+    }
+    const now = Date.now()
+    const request = crypto.randomUUID()
+    const topic = settings.topics[signal]
+    const headers = JSON.stringify(metadata)
+    this.ctx.storage.transactionSync(() => {
+      records.forEach((r: OtlpRecord, i) => {
+        const chunked = r.value.length > CHUNK_BYTES
+        const chunks = chunked ? Math.ceil(r.value.length / CHUNK_BYTES) : 0
+        const { seq } = this.sql.exec<{ seq: number }>(`INSERT INTO events (id, key, value, ts, type, state, accepted_at, topic, bkey, bvalue, headers, chunks, size)
+          VALUES (?, NULL, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`, `${request}/${i}`, now, `otlp.${signal}`, WAITING, now, topic,
+        r.key ? buffer(r.key) : null, chunked ? null : buffer(r.value), headers, chunks, r.value.length + (r.key?.length ?? 0)).one()
+        for (let n = 0; n < chunks; n++) {
+          this.sql.exec('INSERT INTO event_chunks (seq, n, bytes) VALUES (?, ?, ?)', seq, n, buffer(r.value.subarray(n * CHUNK_BYTES, (n + 1) * CHUNK_BYTES)))
+        }
+      })
+    })
+    this.backlogCount += records.length
+    this.backlogBytes += bytes
+    this.stats.accepted += records.length
+    if (!this.pumping && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now())
+    return json({ records: records.length, items, rejected, error })
+  }
+
+  /** An OTLP row's value, from its own column or its chunks. */
+  private otlpValue(r: Row): Uint8Array {
+    if (r.chunks === 0) return new Uint8Array(this.sql.exec<{ v: ArrayBuffer }>('SELECT bvalue AS v FROM events WHERE seq = ?', r.seq).one().v)
+    const parts = this.sql.exec<{ bytes: ArrayBuffer }>('SELECT bytes FROM event_chunks WHERE seq = ? ORDER BY n', r.seq).toArray().map((c) => new Uint8Array(c.bytes))
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
+    let at = 0
+    for (const p of parts) { out.set(p, at); at += p.length }
+    return out
   }
 
   private async accept(records: TelemetryRecord[]): Promise<Response> {
@@ -273,9 +379,7 @@ export class KafkaProducerObject {
     const max = this.maxBacklog()
     if (count + incoming > max) {
       this.stats.rejected += incoming
-      // How long the backlog takes to drain by the excess at the rate seen so far (30 s before anything drained).
-      const rate = this.stats.produced > 0 ? this.stats.produced / Math.max(1, (now - this.startedMs) / 1000) : 0
-      const retryAfter = Math.min(60, Math.max(1, rate > 0 ? Math.ceil((count + incoming - max) / rate) : 30))
+      const retryAfter = this.retryAfter(count + incoming - max)
       return json({ error: `backlog full: ${count} events wait to be produced (at most ${max}); retry after ${retryAfter} s`, ids: records.map((r) => r.id) },
         429, { 'retry-after': String(retryAfter) })
     }
@@ -303,8 +407,12 @@ export class KafkaProducerObject {
   private async pumpRounds(): Promise<void> {
     const producer = await this.getProducer()
     for (;;) {
-      const rows = this.sql.exec<Row>('SELECT * FROM events WHERE state IN (?, ?) ORDER BY seq LIMIT ?', WAITING, WAITING_MAYBE_WRITTEN, ROUND).toArray()
-      if (rows.length === 0) break
+      // Values of OTLP records are read one by one as they are sent: a round holds at most ROUND_BYTES of them.
+      const listed = this.sql.exec<Row>(`SELECT seq, id, key, value, ts, type, state, accepted_at, topic, bkey, headers, chunks, size FROM events
+        WHERE state IN (?, ?) ORDER BY seq LIMIT ?`, WAITING, WAITING_MAYBE_WRITTEN, ROUND).toArray()
+      if (listed.length === 0) break
+      let bytes = 0
+      const rows = listed.filter((r, i) => (bytes += r.size) <= ROUND_BYTES || i === 0)
       this.stats.rounds++
       this.sql.exec('UPDATE events SET state = ? WHERE seq IN (SELECT value FROM json_each(?))', HANDED, JSON.stringify(rows.map((r) => r.seq)))
       const sends = rows.map((r) => this.send(producer, r).then(
@@ -327,6 +435,7 @@ export class KafkaProducerObject {
   }
 
   private send(producer: Producer, r: Row | TelemetryRecord & { state?: number }) {
+    if ('topic' in r && r.topic !== null) return this.sendOtlp(producer, r)
     const headers: Array<{ key: string; value: string }> = [
       { key: 'event-type', value: r.type }, { key: 'content-type', value: 'application/json' }, { key: EVENT_ID_HEADER, value: r.id },
     ]
@@ -335,6 +444,17 @@ export class KafkaProducerObject {
       this.stats.relabelled++
     }
     return producer.send({ topic: this.env.TELEMETRY_TOPIC, key: r.key, value: r.value, timestamp: 'ts' in r ? r.ts : r.timestamp, headers })
+  }
+
+  /** An OTLP record: the exporter's key, value and metadata headers, and the event-id header the resume reads. */
+  private sendOtlp(producer: Producer, r: Row) {
+    const headers = (JSON.parse(r.headers ?? '[]') as Array<[string, string]>).map(([key, value]) => ({ key, value }))
+    headers.push({ key: EVENT_ID_HEADER, value: r.id })
+    if (r.state === WAITING_MAYBE_WRITTEN) {
+      headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: '1' })
+      this.stats.relabelled++
+    }
+    return producer.send({ topic: r.topic!, key: r.bkey ? new Uint8Array(r.bkey) : null, value: this.otlpValue(r), timestamp: r.ts, headers })
   }
 
   /** sync mode: answered once Kafka acknowledged every event. */
@@ -409,4 +529,9 @@ export class KafkaProducerObject {
     }
     return samples
   }
+}
+
+/** The bytes as an ArrayBuffer of exactly their length (what SQLite binds as a BLOB). */
+function buffer(b: Uint8Array): ArrayBuffer {
+  return b.slice().buffer
 }
