@@ -29,12 +29,15 @@ export interface StreamResult {
   topic: string
   /** values `<stream>:0` .. `<stream>:<sent - 1>` were handed to send() */
   sent: number
-  /** n of each record whose send (or whose transaction's commit) failed, with the first errors */
+  /** n of each record whose send failed, or whose transaction neither committed nor aborted for sure; the first errors */
   failed: number[]
   errors: string[]
-  /** transactional: n of records in transactions that were aborted (must not be read committed) */
-  aborted: number[]
-  transactions: { committed: number; aborted: number }
+  /**
+   * transactional: the numbers of the transactions that were aborted (their records were sent again
+   * in the next one). A transactional record's value is `<stream>:<n>@<transaction>`.
+   */
+  abortedTxns: number[]
+  transactions: { committed: number }
 }
 
 export interface LoadResult {
@@ -53,7 +56,7 @@ interface Stream {
 }
 
 function newResult(stream: string, kind: StreamResult['kind'], topic: string): StreamResult {
-  return { stream, kind, topic, sent: 0, failed: [], errors: [], aborted: [], transactions: { committed: 0, aborted: 0 } }
+  return { stream, kind, topic, sent: 0, failed: [], errors: [], abortedTxns: [], transactions: { committed: 0 } }
 }
 
 function noteError(r: StreamResult, e: unknown): void {
@@ -84,40 +87,56 @@ function idempotent(name: string, p: Producer, topic: string, rate: number, stop
   return s
 }
 
-/** One transaction every 500 ms holding half a second's records; a failed commit is aborted (or the producer replaced). */
+/** One transaction every 500 ms holding half a second's records; a failed commit is aborted and its records sent again (or the producer replaced). */
 function transactional(name: string, make: () => Producer, topic: string, rate: number, stopped: () => boolean): { stream: Stream; producer: () => Producer } {
   const s: Stream = { result: newResult(name, 'transactional', topic), acked: 0, done: Promise.resolve() }
   let p = make()
   const per = Math.max(1, Math.round(rate / 2))
+  // As an app would: a producer whose initTransactions failed (max.block.ms ran out in an outage) is
+  // replaced and initialised again.
+  const init = async () => {
+    for (;;) {
+      try { await p.initTransactions(); return } catch (e) {
+        noteError(s.result, e)
+        await p.close().catch(() => {})
+        if (stopped()) throw e
+        await sleep(1000)
+        p = make()
+      }
+    }
+  }
   s.done = (async () => {
-    await p.initTransactions()
+    await init()
     const t0 = Date.now()
-    for (let slot = 1; !stopped(); slot++) {
-      const first = s.result.sent
-      s.result.sent += per
-      const ns = Array.from({ length: per }, (_, j) => first + j)
+    let again: number[] = []
+    for (let slot = 1; !stopped() || again.length; slot++) {
+      // The records of an aborted transaction go again in the next one, as an app would send them.
+      const ns = again.length ? again : Array.from({ length: per }, (_, j) => s.result.sent + j)
+      if (!again.length) s.result.sent += per
+      again = []
+      const txn = slot
       const acks: Array<Promise<unknown>> = []
       try {
         p.beginTransaction()
-        for (const n of ns) acks.push(p.send({ topic, key: `${name}-${n % 16}`, value: `${name}:${n}` }))
+        for (const n of ns) acks.push(p.send({ topic, key: `${name}-${n % 16}`, value: `${name}:${n}@${txn}` }))
         await p.commitTransaction()
         await Promise.all(acks)
-        s.acked += per
+        s.acked += ns.length
         s.result.transactions.committed++
       } catch (e) {
         noteError(s.result, e)
         await Promise.allSettled(acks)
         try {
           await p.abortTransaction()
-          s.result.aborted.push(...ns)
-          s.result.transactions.aborted++
+          s.result.abortedTxns.push(txn)
+          again = ns
         } catch (e2) {
           // Neither committed nor aborted for sure: the records may be in the log, once each at most.
           noteError(s.result, e2)
           s.result.failed.push(...ns)
           await p.close().catch(() => {})
           p = make()
-          await p.initTransactions()
+          await init()
         }
       }
       await sleep(Math.max(0, t0 + slot * 500 - Date.now()))

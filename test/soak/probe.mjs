@@ -2,7 +2,8 @@
 // SOAK_PROBE_MS it sends the parent, over the IPC channel, what the process holds: RSS and heap, the
 // open file descriptors, the active libuv resources by type, and the event-loop delay since the
 // last sample. It takes no part in the process's work: its timers and the channel are unref'd, so
-// the process exits exactly as it would without it.
+// the process exits as it would without it; and when the soak itself dies (its channel closes) the
+// process goes with it instead of serving on, orphaned.
 import { readdirSync } from 'node:fs'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 
@@ -40,4 +41,5 @@ if (process.send && every > 0) {
     heapPeak = 0
   }, every).unref()
   process.channel?.unref()
+  process.once('disconnect', () => process.exit(0))
 }

@@ -7,8 +7,9 @@
 //   no handle growth: the median of C exceeds the median of B by at most `handleSlack`, for open
 //     file descriptors, active libuv resources and TCP sockets (medians: a fault in progress when a
 //     sample is taken moves one sample, a leak moves them all).
-//   exactly once: per stream, every acknowledged record read once; nothing read twice; nothing read
-//     that was never sent or whose transaction was aborted; no send failed.
+//   exactly once: per stream, every record read once; nothing read twice; nothing read that was never
+//     sent or from an aborted transaction (whose records the next transaction sent again); no send
+//     failed.
 export interface Sample {
   /** seconds since the traffic started */
   t: number
@@ -104,31 +105,29 @@ export interface StreamCount {
   distinct: number
   duplicates: number
   missing: number
-  /** read but never sent, or sent in an aborted transaction */
+  /** read but never sent, or read from an aborted transaction */
   unexpected: number
+  abortedTransactions: number
   failed: number
   /** offsets of one key's records that go down while their n goes up (order per partition) */
   orderViolations: number
   errors?: string[]
 }
 
-/**
- * Count one stream's reads. `values` are the stream's record values in log order per partition
- * (`<stream>:<n>` or a browser event id), `partitions` the partition of each.
- */
+/** Count one stream's reads, given in log order per partition: each record's n, and its transaction's number. */
 export function countStream(o: {
-  stream: string; topic: string; sent: number; failed: readonly number[]; aborted: readonly number[]; errors?: string[]
-  reads: ReadonlyArray<{ n: number; partition: number; key: string }>
+  stream: string; topic: string; sent: number; failed: readonly number[]; abortedTxns?: readonly number[]; errors?: string[]
+  reads: ReadonlyArray<{ n: number; partition: number; key: string; txn?: number }>
 }): StreamCount {
   const seen = new Map<number, number>()
-  const bad = new Set<number>([...o.failed, ...o.aborted])
-  const aborted = new Set(o.aborted)
+  const bad = new Set<number>(o.failed)
+  const aborted = new Set(o.abortedTxns)
   let unexpected = 0
   let orderViolations = 0
   const last = new Map<string, number>()
   for (const r of o.reads) {
     seen.set(r.n, (seen.get(r.n) ?? 0) + 1)
-    if (r.n < 0 || r.n >= o.sent || aborted.has(r.n)) unexpected++
+    if (!(r.n >= 0 && r.n < o.sent) || (r.txn !== undefined && aborted.has(r.txn))) unexpected++
     const k = `${r.partition}/${r.key}`
     if ((last.get(k) ?? -1) > r.n) orderViolations++
     last.set(k, r.n)
@@ -137,7 +136,7 @@ export function countStream(o: {
   for (let n = 0; n < o.sent; n++) if (!bad.has(n) && !seen.has(n)) missing++
   return {
     stream: o.stream, topic: o.topic, sent: o.sent, acknowledged: o.sent - bad.size, read: o.reads.length, distinct: seen.size,
-    duplicates: [...seen.values()].filter((c) => c > 1).length, missing, unexpected, failed: o.failed.length + o.aborted.length, orderViolations,
+    duplicates: [...seen.values()].filter((c) => c > 1).length, missing, unexpected, abortedTransactions: aborted.size, failed: o.failed.length, orderViolations,
     ...(o.errors?.length ? { errors: o.errors } : {}),
   }
 }
@@ -146,6 +145,7 @@ export function exactlyOnceCheck(s: StreamCount): Check {
   const pass = s.sent > 0 && s.duplicates === 0 && s.missing === 0 && s.unexpected === 0 && s.failed === 0 && s.orderViolations === 0
   return {
     name: `${s.stream} exactly once`, pass,
-    detail: `sent ${s.sent}, acknowledged ${s.acknowledged}, read ${s.read} (${s.distinct} distinct), duplicates ${s.duplicates}, missing ${s.missing}, unexpected ${s.unexpected}, failed ${s.failed}, order violations ${s.orderViolations}`,
+    detail: `sent ${s.sent}, acknowledged ${s.acknowledged}, read ${s.read} (${s.distinct} distinct), duplicates ${s.duplicates}, missing ${s.missing}, `
+      + `unexpected ${s.unexpected}, failed ${s.failed}, order violations ${s.orderViolations}, aborted transactions ${s.abortedTransactions} (sent again)`,
   }
 }
