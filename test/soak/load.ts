@@ -173,7 +173,8 @@ async function main(): Promise<void> {
     addTransactional(`${relay}-txn`, () => relayed(url, { 'transactional.id': `soak-${relay}-txn` }))
   }
   const progress = setInterval(() => {
-    const counts = streams.map((s) => [s.result.stream, { sent: s.result.sent, acked: s.acked, failed: s.result.failed.length }])
+    // The last error goes with the counts: a run that dies before its end still says what went wrong.
+    const counts = streams.map((s) => [s.result.stream, { sent: s.result.sent, acked: s.acked, failed: s.result.failed.length, lastError: s.result.errors.at(-1) }])
     process.send?.({ soakProgress: { at: Date.now(), streams: Object.fromEntries(counts) } })
   }, cfg.progressMs)
   await new Promise<void>((r) => process.on('message', (m) => { if (m === 'stop') r() }))

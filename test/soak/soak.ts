@@ -44,8 +44,11 @@ export interface SoakOptions {
   faultEveryS: number
   /** at most this many faults (the short run: one of each kind) */
   maxFaults: number
-  /** keep the traffic going at least this long after the last fault ended, so the last third is judged calm */
-  calmTailS: number
+  /**
+   * keep the traffic going until at least this many times the moment the last fault ended: 3 puts
+   * every fault in the warm-up third (the short run, too short to spread them over the judged thirds)
+   */
+  tailRatio: number
   stallS: number
   cluster: string
   /** stop the cluster at the end (the CLI does; under vitest the global teardown does) */
@@ -69,7 +72,7 @@ export interface SoakReport {
   faults: FaultEvent[]
   faultCounts: Record<FaultKind, number>
   samples: Sample[]
-  progress: Array<{ t: number; streams: Record<string, { sent: number; acked: number; failed: number }> }>
+  progress: Array<{ t: number; streams: Record<string, { sent: number; acked: number; failed: number; lastError?: string }> }>
   streams: StreamCount[]
   browser: { tabs: number; tracked: number; refused: number; trackErrors: Record<string, number>; pageErrors: string[]; version: string } | null
   producersAfterClose: LoadResult['afterClose']
@@ -195,6 +198,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     log(`traffic started: ${o.rate}/s on each of 6 producer streams, ${o.tabs ? `${o.browserRate}/s from ${o.tabs} browser tabs` : 'no browser'}; topics ${Object.values(topics).join(', ')}`)
     let stopping = false
     // The tabs take turns tracking one second's events each second (track resolves once they are stored).
+    let tabsError: Error | null = null
     const tabsDone = (async () => {
       for (let s = 1; !stopping && tabs.length; s++) {
         const from = tracked.sent
@@ -209,7 +213,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         }
         await sleep(Math.max(0, t0 + s * 1000 - Date.now()))
       }
-    })()
+    })().catch((e: Error) => { tabsError = e })
     const schedule: number[] = []
     for (let k = 1; k * o.faultEveryS <= o.seconds - o.stallS - 5 && k <= o.maxFaults; k++) schedule.push(k * o.faultEveryS)
     let relayRestarts = 0
@@ -228,8 +232,15 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       } else if (kind === 'broker-kill') {
         await killNode(cluster, node.id)
         await sleep(2000)
-        await restartNode(cluster, node.id)
-        detail = `kill -9 of broker ${node.id}, restarted after 2 s`
+        // On a loaded machine a restart can miss kafka.mjs's 90 s deadline: try again rather than lose the run.
+        let attempts = 1
+        for (;; attempts++) {
+          try { await restartNode(cluster, node.id); break } catch (e) {
+            if (attempts >= 3) throw e
+            log(`broker restart attempt ${attempts} failed: ${(e as Error).message.split('\n')[0]}`)
+          }
+        }
+        detail = `kill -9 of broker ${node.id}, restarted after 2 s${attempts > 1 ? ` (${attempts} attempts)` : ''}`
       } else {
         proxy.blackhole()
         await sleep(o.stallS * 1000)
@@ -239,12 +250,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       faults.push({ t: at, kind, detail, tookMs: Date.now() - started })
       log(`${at}s fault ${kind}: ${detail} (${((Date.now() - started) / 1000).toFixed(1)} s)`)
     }
-    await sleep(Math.max(0, t0 + o.seconds * 1000 - Date.now(), (faults.length ? o.calmTailS * 1000 : 0)))
+    await sleep(Math.max(0, t0 + o.seconds * 1000 - Date.now(), (Date.now() - t0) * (o.tailRatio - 1)))
     trafficS = now()
     stopping = true
     log(`${trafficS}s stopping the traffic; waiting for every send and transaction to settle`)
     load.child!.send('stop')
     await tabsDone
+    if (tabsError) throw tabsError
     await waitFor(() => result, { timeoutMs: 300_000, intervalMs: 500, what: 'the producers\' result' })
     const lr = result as unknown as LoadResult
     log(`${now()}s the producers settled`)
@@ -362,7 +374,7 @@ if (isMain) {
   const label = seconds % 60 === 0 ? `${seconds / 60}m` : `${seconds}s`
   const o: SoakOptions = {
     seconds, rate: num('rate', 25), browserRate: num('browser-rate', 10), tabs: num('tabs', 2), sampleMs: num('sample-ms', 10_000),
-    faultEveryS: num('fault-every', 120), maxFaults: num('max-faults', Infinity), calmTailS: num('calm-tail', 0), stallS: num('stall', 20), cluster: arg('cluster') ?? 'soak', stopCluster: !args.includes('--keep-cluster'),
+    faultEveryS: num('fault-every', 120), maxFaults: num('max-faults', Infinity), tailRatio: num('tail-ratio', 1), stallS: num('stall', 20), cluster: arg('cluster') ?? 'soak', stopCluster: !args.includes('--keep-cluster'),
     out: arg('out') ?? path.join(ROOT, 'bench', 'results', `soak-${label}.json`),
     log: (l) => console.error(`[soak ${new Date().toISOString().slice(11, 19)}] ${l}`),
   }
