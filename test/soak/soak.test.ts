@@ -1,0 +1,42 @@
+// The soak's short version (the 60-minute run: `npm run soak -- --minutes 60`, docs/operations.md):
+// the same traffic with one fault of each kind from 8 s on, for three times as long as the faults
+// took (about 100 s when a broker restarts in 20 s): the faults fall in the warm-up third, which a run
+// this short cannot spread over the judged thirds. The same verdicts. It runs on a cluster of its
+// own, since it kills the broker.
+import os from 'node:os'
+import path from 'node:path'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { hasChromium } from '../e2e/browser.js'
+import { ensureCluster } from '../helpers/kafka.js'
+import { formatReport, runSoak } from './soak.js'
+
+const CLUSTER = 'soak-test'
+
+describe('soak, short version', () => {
+  beforeAll(async () => { await ensureCluster({ name: CLUSTER }) })
+
+  // Disabled: it fails on a real bug, and the lead decides the fix. In every run here (the 53-minute
+  // one in bench/results/soak-53m.json and three short ones) the transactional producers that send
+  // through a relay stopped sending after the first broker kill -9 + restart: a commitTransaction()
+  // or one of its sends never settled (no error, for 50 minutes), while the direct transactional
+  // producer and every idempotent stream went on. Enable it with that fixed; on this shared machine
+  // (load average 30-50) it also needed more than its 600 s, mostly broker restarts of 60-107 s.
+  it('a relay restart, a broker kill and a network stall, through the relays and direct: memory flat, no handle growth, every record read once', async () => {
+    const report = await runSoak({
+      seconds: 60, rate: 25, browserRate: 10, tabs: hasChromium ? 2 : 0, sampleMs: 2000,
+      faultEveryS: 8, maxFaults: 3, tailRatio: 3, stallS: 6, cluster: CLUSTER, stopCluster: true,
+      out: path.join(os.tmpdir(), `kafka-edge-soak-test-${process.pid}.json`),
+      log: (l) => console.log(`[soak] ${l}`),
+    })
+    console.log(formatReport(report))
+    expect(report.faultCounts).toEqual({ 'relay-restart': 1, 'broker-kill': 1, 'network-stall': 1 })
+    expect(report.checks.filter((c) => !c.pass)).toEqual([])
+    for (const s of report.streams) {
+      expect(s.acknowledged, s.stream).toBeGreaterThan(0)
+      expect([s.duplicates, s.missing, s.unexpected, s.failed], s.stream).toEqual([0, 0, 0, 0])
+    }
+    expect(report.streams.map((s) => s.stream)).toEqual(['direct-idem', 'direct-txn', 'steady-idem', 'steady-txn', 'restarted-idem', 'restarted-txn', ...(hasChromium ? ['browser'] : [])])
+    // Once closed, the producers hold no sockets.
+    expect(report.producersAfterClose.sockets).toBe(0)
+  }, 600_000)
+})
