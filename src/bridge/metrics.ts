@@ -1,6 +1,14 @@
 /** Prometheus text exposition, hand-rolled: a handful of counters, gauges and one histogram. */
 type Labels = Record<string, string>
 
+/** Metric names the relay's parts count under. */
+export const BRIDGE_METRICS = {
+  connections: 'kafka_edge_bridge_connections_total',
+  rejects: 'kafka_edge_bridge_rejects_total',
+  upstreamErrors: 'kafka_edge_bridge_upstream_errors_total',
+  latency: 'kafka_edge_bridge_request_duration_seconds',
+} as const
+
 const key = (name: string, labels?: Labels): string => {
   if (!labels) return name
   const parts = Object.keys(labels).sort().map((k) => `${k}="${labels[k]!.replace(/["\\\n]/g, '_')}"`)
