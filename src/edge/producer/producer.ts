@@ -539,9 +539,19 @@ export class Producer {
       return cause
         ? new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms): ` +
           `no broker answered; last error: ${cause.message}`, { cause })
-        : new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms); create the topic or check its name`)
+        : new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms)${this.topicAnswer(p.topic)}; create the topic or check its name`)
     }
     return new TimeoutException(`send() blocked for max.block.ms (${this.config.maxBlockMs} ms)`, cause ? { cause } : {})
+  }
+
+  /** What the brokers last said about a topic they have no partitions for (the metadata requests ask them to create it). */
+  private topicAnswer(topic: string): string {
+    const code = this.cluster.topics.get(topic)?.errorCode ?? 0
+    if (code === 0) return ''
+    const name = errorInfo(code).name
+    if (name !== 'UNKNOWN_TOPIC_OR_PARTITION') return `: the brokers answer ${name} for it`
+    return ': the brokers answer UNKNOWN_TOPIC_OR_PARTITION and did not create it (auto.create.topics.enable=false on the brokers, ' +
+      'a principal without the CREATE permission, or a kafka-edge relay, which never creates topics)'
   }
 
   private withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
