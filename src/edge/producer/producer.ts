@@ -547,11 +547,8 @@ export class Producer {
   /** What the brokers last said about a topic they have no partitions for (the metadata requests ask them to create it). */
   private topicAnswer(topic: string): string {
     const code = this.cluster.topics.get(topic)?.errorCode ?? 0
-    if (code === 0) return ''
-    const name = errorInfo(code).name
-    if (name !== 'UNKNOWN_TOPIC_OR_PARTITION') return `: the brokers answer ${name} for it`
-    return ': the brokers answer UNKNOWN_TOPIC_OR_PARTITION and did not create it (auto.create.topics.enable=false on the brokers, ' +
-      'a principal without the CREATE permission, or a kafka-edge relay, which never creates topics)'
+    return code === 0 ? '' : `: the brokers answer ${errorInfo(code).name}` +
+      (code === 3 ? ' and did not create it (auto.create.topics.enable=false, no CREATE permission, or a relay)' : '')
   }
 
   private withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
