@@ -1,7 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { TimeoutException } from '../../src/edge/errors.js'
+import { createProducer, memoryCheckpointStore, type RecordMetadata } from '../../src/edge/index.js'
+import { rng } from '../helpers/records.js'
 import { Metadata, Produce } from '../../src/edge/protocol/index.js'
-import { World, indexOf, runSeed } from './harness.js'
+import { World, indexOf, runSeed, valueOf } from './harness.js'
 import { NO_NET_FAULTS } from './sim-network.js'
 import { runTxnSeed } from './txn-harness.js'
 import type { ModelOptions } from './model-broker.js'
@@ -215,6 +217,103 @@ describe('simulation regressions', () => {
     expect(retried.status).toBe('acked')
     expect(retried.md!.offset).toBe(2n)
     expect(logOf(w)).toEqual([0, 1, 2])
+  })
+
+  it('a checkpoint save that fails for a retry whose earlier attempt may be in the log does not take the next batch into a rewrite', async () => {
+    // Sequence 1 is appended but answered NOT_ENOUGH_REPLICAS_AFTER_APPEND; sequence 2 is appended and its
+    // answer is lost. Sequence 1's retry goes out with a new batch of t-1, whose save the store refuses:
+    // the retry fails unsent, but its first attempt is in the log. An epoch bump would then rewrite
+    // sequence 2 under epoch 1, and its retry after the request timeout would append it a second time.
+    let refuse = false
+    const w = world({
+      model: { topics: { t: 2 } },
+      producer: {
+        'batch.size': 200, 'linger.ms': 5000, 'max.in.flight.requests.per.connection': 5,
+        checkpoint: { load: () => Promise.resolve(undefined), save: () => (refuse ? Promise.reject(new Error('disk full')) : Promise.resolve()) },
+      },
+    })
+    // A record above batch.size fills its batch and goes at once; a small one lingers.
+    const full = { partition: 0, pad: 300 }
+    w.send('t', full)
+    expect(await w.settle()).toBe(true)
+    let first = true
+    w.cluster.script = ({ partition, baseSequence, epoch }) => (partition === 0 && epoch === 0 && baseSequence === 1 && first ? ((first = false), { error: 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', afterAppend: true }) : null)
+    const handle = w.cluster.handle.bind(w.cluster)
+    let lost = false
+    w.cluster.handle = (node, frame) => {
+      const res = handle(node, frame)
+      const seen = ((frame[4]! << 8) | frame[5]!) === Produce.key ? w.cluster.produceLog.at(-1)?.partitions[0] : undefined
+      if (!lost && seen?.partition === 0 && seen.epoch === 0 && seen.baseSequence === 2) { lost = true; return null }
+      return res
+    }
+    const maybeWritten = w.send('t', full)
+    const answerLost = w.send('t', full)
+    await w.clock.advance(3)
+    refuse = true
+    const refused = w.send('t', { partition: 1 })
+    await w.clock.advance(20)
+    refuse = false
+    await finish(w)
+    expect(maybeWritten.status).toBe('failed')
+    expect(maybeWritten.error!.mayHaveBeenWritten).toBe(true)
+    expect(refused.status).toBe('failed')
+    expect(refused.error!.mayHaveBeenWritten).toBe(false)
+    expect(answerLost.status).toBe('acked')
+    expect(logOf(w)).toEqual([0, 1, 2])
+  })
+
+  it('a resumed batch refused for its producer state does not take the next batch, in the log, into a rewrite', async () => {
+    // A producer dies with its requests for sequences 1 and 2 of t-0 lost. Its successor takes over the
+    // checkpoint and resends both (the leader's last sequence is 0). Sequence 1 is acknowledged; the
+    // leader appends 2 but answers OUT_OF_ORDER_SEQUENCE_NUMBER (scripted: a refusal of the resumed state,
+    // which cannot say the batch is not in the log), and the successor's own next batch, sequence 3,
+    // is appended with its answer lost. The refused batch is relabelled; an epoch bump then would
+    // rewrite sequence 3 under a new epoch, and its retry after the request timeout would append it a
+    // second time.
+    const store = memoryCheckpointStore()
+    const w = world({ producer: { 'max.in.flight.requests.per.connection': 5, checkpoint: store } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    const handle = w.cluster.handle.bind(w.cluster)
+    w.cluster.handle = (node, frame) => (((frame[4]! << 8) | frame[5]!) === Produce.key ? null : handle(node, frame))
+    w.send('t')
+    w.send('t')
+    await w.clock.advance(200)
+    const cp = structuredClone(store.current!)
+    w.producer.sender.close()
+    w.producer.cluster.close()
+    expect(cp.pending.map((b) => b.baseSequence)).toEqual([1, 2])
+    expect(logOf(w)).toEqual([0])
+
+    const epoch = cp.epoch
+    let refusedOnce = false
+    w.cluster.script = ({ baseSequence, epoch: e }) => (e === epoch && baseSequence === 2 && !refusedOnce ? ((refusedOnce = true), { error: 'OUT_OF_ORDER_SEQUENCE_NUMBER', afterAppend: true }) : null)
+    let lost = false
+    w.cluster.handle = (node, frame) => {
+      const res = handle(node, frame)
+      const seen = ((frame[4]! << 8) | frame[5]!) === Produce.key ? w.cluster.produceLog.at(-1)?.partitions[0] : undefined
+      if (!lost && seen?.epoch === epoch && seen.baseSequence === 3) { lost = true; return null }
+      return res
+    }
+    const next = createProducer({
+      'bootstrap.servers': 'broker0.sim:9092', transport: w.net, clock: w.clock, random: rng(99), checkpoint: memoryCheckpointStore(cp),
+      'linger.ms': 0, 'batch.size': 16, 'retry.backoff.ms': 10, 'request.timeout.ms': 2000, 'delivery.timeout.ms': 60_000,
+    })
+    let acked: RecordMetadata | undefined
+    next.send({ topic: 't', partition: 0, value: valueOf(3) }).then((md) => { acked = md }, () => {})
+    // The relabelled copy is a send made after the first flush() began: a second one waits for it.
+    for (let i = 0; i < 2; i++) {
+      let flushed = false
+      next.flush().then(() => { flushed = true }, () => { flushed = true })
+      await w.clock.run({ until: w.clock.now() + 120_000, done: () => flushed })
+      expect(flushed).toBe(true)
+    }
+    expect(next.resumeOutcome).toMatchObject({ mode: 'relabelled', written: 0 })
+    // Record 2 is in the log from the refused resend and once more as its relabelled copy (with the
+    // possible-duplicate header); record 3 once.
+    expect(logOf(w)).toEqual([0, 1, 2, 3, 2])
+    expect(acked?.offset).toBe(3n)
+    await next.close()
   })
 
   it('txn seeds 128023, 136231: close() while a send waits for metadata: the wait ending later does not touch the send again', async () => {

@@ -116,7 +116,9 @@ export class Cluster {
       try {
         const res = await conn.request(Metadata, {
           topics: names.map((name) => ({ topicId: new Uint8Array(16), name })),
-          allowAutoTopicCreation: false,
+          // As Java's producer (ProducerMetadata): a broker with auto.create.topics.enable=true (Kafka's
+          // default) creates the topic of a first send. The relay clears the flag for its clients.
+          allowAutoTopicCreation: true,
         }).response
         this.apply(res)
         this.lastRefreshMs = this.opts.clock.now()

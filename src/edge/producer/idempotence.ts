@@ -447,11 +447,21 @@ export class IdempotenceManager {
     return null
   }
 
-  /** Java's handleFailedBatch: the batch will not be retried. */
+  /**
+   * Java's handleFailedBatch: the batch will not be retried. Every failure comes through here (a
+   * broker's refusal, expiry, a refused checkpoint save, a resumed batch relabelled, close()).
+   */
   handleFailedBatch(batch: ProducerBatch, code: number | null, adjustSequenceNumbers: boolean): void {
     this.removeInflight(batch)
     if (this.state === 'FATAL_ERROR') return
-    if (code === errorCode('OUT_OF_ORDER_SEQUENCE_NUMBER') && !this.isTransactional) {
+    if (batch.maybeWritten && batch.hasSequence) {
+      // The batch may be in the log, so it never hands its sequence on: rewriting the later in-flight
+      // batches under a new epoch now would append a second copy of any the broker already wrote. As
+      // Java does for an expired batch (no adjustSequenceNumbers), the partition waits until what is in
+      // flight settles and shows whether the sequence landed (seed 746580; the refused save and the
+      // relabelled resumed batch in test/sim/regressions.test.ts).
+      this.markSequenceUnresolved(batch)
+    } else if (code === errorCode('OUT_OF_ORDER_SEQUENCE_NUMBER') && !this.isTransactional) {
       this.requestEpochBumpForPartition(batch.tp)
     } else if (code === errorCode('UNKNOWN_PRODUCER_ID')) {
       this.partitions.delete(batch.tp.key)

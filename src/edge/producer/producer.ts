@@ -14,6 +14,7 @@ import { Sender } from './sender.js'
 import { IdempotenceManager, type ProducerIdState } from './idempotence.js'
 import { matchCopies, planResume, type RelabelEntry, type ResumePlan } from './takeover.js'
 import { extensions } from '../extensions.js'
+import { errorCode, errorInfo } from '../protocol/error-codes.js'
 import type { BrokerAddress } from '../transport/transport.js'
 import type { TransactionCoordinatorClient } from './transactions/coordinator-client.js'
 import type { GroupMetadata, OffsetsToCommit, TxnState } from './transactions/state.js'
@@ -560,9 +561,16 @@ export class Producer {
       return cause
         ? new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms): ` +
           `no broker answered; last error: ${cause.message}`, { cause })
-        : new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms); create the topic or check its name`)
+        : new TimeoutException(`topic ${p.topic} not present in metadata after ${this.config.maxBlockMs} ms (max.block.ms)${this.topicAnswer(p.topic)}; create the topic or check its name`)
     }
     return new TimeoutException(`send() blocked for max.block.ms (${this.config.maxBlockMs} ms)`, cause ? { cause } : {})
+  }
+
+  /** What the brokers last said about a topic they have no partitions for (the metadata requests ask them to create it). */
+  private topicAnswer(topic: string): string {
+    const code = this.cluster.topics.get(topic)?.errorCode ?? errorCode('NONE')
+    return code === errorCode('NONE') ? '' : `: the brokers answer ${errorInfo(code).name}` +
+      (code === errorCode('UNKNOWN_TOPIC_OR_PARTITION') ? ' and did not create it (auto.create.topics.enable=false, no CREATE permission, or a relay)' : '')
   }
 
   private withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

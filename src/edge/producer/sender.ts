@@ -166,16 +166,15 @@ export class Sender {
     }
     for (const b of expired) {
       this.inFlightBatches.delete(b)
-      const sent = b.drainedMs >= 0
+      // The outcome of a batch that reached the wire is unknown: failBatch holds new batches for the
+      // partition until what is in flight settles and tells whether the sequence landed.
+      if (b.drainedMs >= 0) b.maybeWritten = true
       const err = markDelivery(new TimeoutException(
         `expiring ${b.recordCount} record(s) for ${b.tp.topic}-${b.tp.partition}: ` +
         `${now - b.createdMs} ms passed since batch creation (delivery.timeout.ms=${this.config.deliveryTimeoutMs})` +
-        (sent ? '; the batch was sent, so the records may have been written' : '; the records were never sent'),
-      ), sent)
+        (b.maybeWritten ? '; the batch was sent, so the records may have been written' : '; the records were never sent'),
+      ), b.maybeWritten)
       this.failBatch(b, err, null, false)
-      // The outcome of a batch that reached the wire is unknown: hold new batches for the partition
-      // until what is in flight settles and tells whether the sequence landed.
-      if (this.idempotence && b.hasSequence && sent) this.idempotence.markSequenceUnresolved(b)
     }
   }
 
@@ -243,8 +242,10 @@ export class Sender {
     }
     const refused = (e: unknown): void => {
       this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 1) - 1)
-      // Never sent: the batches fail as not written, and later sequences close the gap (epoch bump).
-      for (const b of batches) if (!b.done) this.failBatch(b, markDelivery(e as Error, b.maybeWritten), null, true)
+      // Not sent: a batch fails as not written (later sequences close the gap by an epoch bump) unless
+      // an earlier attempt of it may be in the log. Each such batch gets a copy of the error of its own
+      // that says so: the store's rejection is one object, shared by every batch of the request.
+      for (const b of batches) if (!b.done) this.failBatch(b, markDelivery(b.maybeWritten ? copyOf(e as Error) : e as Error, b.maybeWritten), null, true)
       if (this.inFlightRequests === 0) for (const resolve of this.idleWaiters.splice(0)) resolve()
       this.wakeup()
     }
@@ -403,14 +404,7 @@ export class Sender {
       }
       const idem = this.idempotence
       if (idem && !idem.isTransactional && isFatal(code, { transactional: false })) idem.transitionToFatal(apiError(code, 'Produce', pr.errorMessage))
-      // A batch that may be in the log (its deadline passed on a timed-out attempt, say) must not
-      // hand its sequence on: rewriting the later in-flight batches under a new epoch now would
-      // append a second copy of any the broker already wrote. As for an expired batch (Java fails
-      // those without adjusting sequences), the partition waits until what is in flight settles and
-      // shows whether the sequence landed (seed 746580).
-      const unknown = batch.maybeWritten && batch.hasSequence
-      this.failBatch(batch, this.batchError(batch, pr), code, !unknown, perRecordErrors(batch, pr))
-      if (unknown && idem) idem.markSequenceUnresolved(batch)
+      this.failBatch(batch, this.batchError(batch, pr), code, true, perRecordErrors(batch, pr))
       return
     }
     this.succeed(batch, pr.baseOffset, pr.logAppendTimeMs)
