@@ -25,9 +25,13 @@ const CONFLUENT_ADDON = join(CONFLUENT_DIR, 'node_modules', '@confluentinc', 'ka
 
 export interface PeerVersions { node22: string; platformatic: string; kafkajs: string; confluent: string | null; java: string }
 
-/** Installs bench/peers (Node 22, @platformatic/kafka) from its lockfile when it is missing. */
+/** The schema registry serializers the serializers suite measures (bench/peers/serializers-child.mjs). */
+export const SERIALIZER_PEERS = ['@kafkajs/confluent-schema-registry', '@confluentinc/schemaregistry']
+
+/** Installs bench/peers (Node 22, @platformatic/kafka, the serializer peers) from its lockfile when any is missing. */
 export function ensurePeers(): void {
-  if (existsSync(NODE22) && existsSync(PLATFORMATIC_ENTRY)) return
+  const installed = (pkg: string) => existsSync(join(PEERS_DIR, 'node_modules', pkg, 'package.json'))
+  if (existsSync(NODE22) && existsSync(PLATFORMATIC_ENTRY) && SERIALIZER_PEERS.every(installed)) return
   console.log('installing bench/peers (npm ci) ...')
   const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: PEERS_DIR, stdio: 'inherit' })
   if (r.status !== 0 || !existsSync(NODE22)) throw new Error(`npm ci in bench/peers failed (exit ${r.status})`)
