@@ -196,6 +196,16 @@ describe('simulation regressions', () => {
     expect((await runSeed(135116)).violations).toEqual([])
   })
 
+  // Skipped, with the reason: found by the 2026-12-02 sweep from 1,200,001, and it fails on 2e3c5f1 too,
+  // so it predates this session's producer changes. A liveness failure, not a safety one: record 8's
+  // batch (sequence 6) is appended, its answer is lost, and the later sequences are acknowledged, yet the
+  // batch is only failed when its delivery.timeout.ms (135 s) runs out, long after the faults end. The
+  // record is in the log once and its error says it may have been written. Not yet understood; unskip
+  // once fixed.
+  it.skip('seed 1246175: a batch whose answer was lost, its successors acknowledged, resolves before delivery.timeout.ms', async () => {
+    expect((await runSeed(1246175)).violations).toEqual([])
+  })
+
   it('seed 746580: a batch whose deadline passes on a timed-out attempt does not take the next one, maybe written, into a rewrite', async () => {
     // Sequences 1 and 2 are appended, but their answers are lost. Sequence 1's request times out at the
     // very moment its delivery.timeout.ms runs out, so it fails (it may be in the log); sequence 2's
