@@ -144,6 +144,9 @@ export class Relay implements Bridge {
       // Held here: Node detaches req.socket from a response that closes its connection.
       const socket = req.socket
       this.clearUpgradeTimer(socket)
+      // Slow bodies too: a request whose body stalls would otherwise hold its connection until
+      // Node's 30 s sweep, and a pipelined one behind an answered request never.
+      if (!req.complete) this.armBodyDeadline(req, res, socket)
       // Keep-alive: the next request on this socket gets the same header deadline as the first.
       res.once('finish', () => this.contain('http', socket, () => { if (!socket.destroyed) this.armHeaderDeadline(socket) }))
       void this.http(req, res)
@@ -206,6 +209,24 @@ export class Relay implements Bridge {
     }
   }
   private readonly deadlineWatched = new WeakSet<Duplex>()
+
+  private armBodyDeadline(req: IncomingMessage, res: ServerResponse, socket: Duplex): void {
+    const t = setTimeout(() => this.contain('body_deadline', socket, () => {
+      if (req.complete || socket.destroyed) return
+      this.metrics.inc(M.rejects, { reason: 'body_timeout' })
+      // The handler still reading the body must hear of it: once its answer is out, Node no longer
+      // ends a request whose socket closes, and the handler (and the slot it holds) would wait forever.
+      const end = () => { socket.destroy(); req.destroy(new Error('request body timed out')) }
+      // Once an answer has begun, a second status line would corrupt it: closing is the answer.
+      if (res.headersSent) { end(); return }
+      res.writeHead(408, { connection: 'close', 'content-type': 'text/plain; charset=utf-8' })
+      res.end(`the request body did not arrive within ${this.cfg.limits.upgradeTimeoutMs} ms`, end)
+      setTimeout(end, 1000).unref()
+    }), this.cfg.limits.upgradeTimeoutMs)
+    const done = () => clearTimeout(t)
+    req.once('end', done)
+    req.once('close', done)
+  }
 
   latencyFor(apiKey: number): (s: number) => void {
     let h = this.latency.get(apiKey)
@@ -315,6 +336,8 @@ export class Relay implements Bridge {
       res.writeHead(response.status, out)
       res.end(req.method === 'HEAD' ? undefined : body)
     } catch (e) {
+      // A body cut short (the client went away, or its deadline answered 408) is the client's doing.
+      if (res.writableEnded || req.socket?.destroyed !== false) { this.log.info('http_request_ended', { error: String(e) }); return }
       this.log.error('http_error', { error: String(e) })
       if (!res.headersSent) res.writeHead(500)
       res.end()

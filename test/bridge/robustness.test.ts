@@ -83,6 +83,20 @@ describe('relay: one request never ends the process', () => {
     await healthy()
   })
 
+  it('a beacon whose body stalls, pipelined behind an answered request, is told 408 and gives its slot back', async () => {
+    // Found by the fuzzer (KAFKA_EDGE_FUZZ_REPLAY=175621229:21): the body's chunk never completed, the
+    // connection stayed open past Node's own checks, and the beacon slot it held was never freed.
+    const r = await exchange(relay.port, (s) => s.write(
+      'GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\nPOST /kafka/beacon HTTP/1.1\r\nHost: relay\r\nTransfer-Encoding: chunked\r\n\r\n101c7\r\nbbbb'))
+    expect(r.closedByRelay).toBe(true)
+    expect(r.text).toMatch(/^HTTP\/1\.1 200 /)
+    expect(r.text).toMatch(/HTTP\/1\.1 408 [^]*did not arrive within 1500 ms/)
+    const metrics = await (await fetch(`${relay.httpUrl}/metrics`)).text()
+    expect(metrics).toMatch(/^kafka_edge_bridge_beacons_active 0$/m)
+    expect(metrics).toMatch(/^kafka_edge_bridge_rejects_total\{reason="body_timeout"\} [1-9]/m)
+    await healthy()
+  })
+
   it('malformed HTTP of each kind gets a status line, not a silent close', async () => {
     const cases = [
       'GARBAGE\r\n\r\n',
