@@ -159,3 +159,30 @@ describe('ready and drain', () => {
     expect(pieces.reduce((n, p) => n + p.recordCount, 0)).toBe(8)
   })
 })
+
+describe('the learned compression ratio', () => {
+  /** Appends `n` records to `tp` and drains them all; the record counts of the batches, in order. */
+  function appendAndDrain(acc: RecordAccumulator, clock: VirtualClock, partition: number, n: number, value: () => Uint8Array): number[] {
+    const tp = topicPartition('t', partition)
+    for (let i = 0; i < n; i++) expect(acc.tryAppend(tp, { key: null, value: value(), timestamp: 1_700_000_000_000 }, 80, ok, no)).not.toBe(null)
+    const counts: number[] = []
+    while (acc.deque(tp).length > 0) for (const b of acc.drain(cluster, [0], clock.now()).get(0) ?? []) counts.push(b.recordCount)
+    return counts
+  }
+
+  it('is not undone by one batch of a few incompressible records', () => {
+    const { clock, acc } = setup({ compression: 'lz4', lingerMs: 0, batchSize: 1000, bufferMemory: 1_000_000 })
+    const zeros = () => new Uint8Array(50)
+    const r = rng(7)
+    const noise = () => Uint8Array.from({ length: 50 }, () => Math.floor(r() * 256))
+    let learned: number[] = []
+    for (let round = 0; round < 40; round++) learned = appendAndDrain(acc, clock, 0, 400, zeros)
+    // Uncompressed, about 16 of these records fill 1000 bytes; compressed, many more do.
+    expect(learned[0]).toBeGreaterThan(50)
+    // One small batch on another partition of the topic: its codec frame outweighs its records.
+    expect(appendAndDrain(acc, clock, 1, 1, noise)).toEqual([1])
+    const after = appendAndDrain(acc, clock, 0, 400, zeros)
+    // Before this rule the noise batch's ratio (above 1) reset the estimate: 15 records a batch again.
+    expect(after[0]).toBeGreaterThan(50)
+  })
+})

@@ -187,10 +187,15 @@ export class RecordAccumulator {
     return batch.bytes ? batch.bytes.length : this.scale(this.ratio(batch.tp.topic), batch.open!.uncompressedBytes)
   }
 
-  /** Learns from a closed batch: improve slowly, deteriorate fast (Java's steps 0.005 and 0.05). */
+  /**
+   * Learns from a closed batch: improve slowly, deteriorate fast (Java's steps 0.005 and 0.05).
+   * Only batches of at least a quarter of batch.size teach it: the estimate matters only for batches
+   * that approach batch.size, and a batch of a few records compresses worse than the codec's frame
+   * overhead (ratio above 1), which would undo, in one step, what a hundred full batches learned.
+   */
   private observeRatio(batch: ProducerBatch): void {
     const H = RECORD_BATCH_HEADER_SIZE
-    if (this.opts.compression === 'none' || !batch.bytes || batch.uncompressedBytes <= H) return
+    if (this.opts.compression === 'none' || !batch.bytes || batch.uncompressedBytes - H < this.opts.batchSize / 4) return
     const observed = (batch.bytes.length - H) / (batch.uncompressedBytes - H)
     const current = this.ratios.get(batch.tp.topic) ?? 1
     const next = observed < current ? Math.max(current - 0.005, observed) : Math.max(current + 0.05, observed)
