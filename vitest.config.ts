@@ -9,6 +9,8 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 120_000,
     hookTimeout: 300_000,
-    reporters: ['default'],
+    // The JSON report keeps each file's duration, so the CI budget (45 min) can be watched per suite.
+    reporters: ['default', 'json'],
+    outputFile: { json: '.vitest-report.json' },
   },
 })
