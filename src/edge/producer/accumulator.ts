@@ -235,9 +235,9 @@ export class RecordAccumulator {
     let next = Infinity
     const exhausted = this.pool.queued > 0
     for (const d of this.deques.values()) {
-      // The head drain() will take: judged on any other batch, a retry still backing off behind a split
-      // piece or a restamped batch made the node ready, drain() passed over it, and no timer was left
-      // for its backoff (seed 1246175: it slept until delivery.timeout.ms).
+      // Judge the batch drain() takes first. Judged by another one (a split piece or a restamped batch
+      // ahead of a retry still backing off), the node counted as ready, drain() passed the retry over,
+      // and its backoff got no timer (seed 1246175: it waited until delivery.timeout.ms).
       if (this.idempotence) orderRetries(d)
       const first = d[0]
       if (!first) continue
