@@ -196,13 +196,37 @@ describe('simulation regressions', () => {
     expect((await runSeed(135116)).violations).toEqual([])
   })
 
-  // Skipped, with the reason: found by the 2026-12-02 sweep from 1,200,001, and it fails on 2e3c5f1 too,
-  // so it predates this session's producer changes. A liveness failure, not a safety one: record 8's
-  // batch (sequence 6) is appended, its answer is lost, and the later sequences are acknowledged, yet the
-  // batch is only failed when its delivery.timeout.ms (135 s) runs out, long after the faults end. The
-  // record is in the log once and its error says it may have been written. Not yet understood; unskip
-  // once fixed.
-  it.skip('seed 1246175: a batch whose answer was lost, its successors acknowledged, resolves before delivery.timeout.ms', async () => {
+  it('seed 1246175: a retry backing off behind the pieces of a split batch is sent when its backoff ends, not at delivery.timeout.ms', async () => {
+    // Sequence 1 is appended but answered NOT_ENOUGH_REPLICAS_AFTER_APPEND and goes back to the deque to
+    // back off; sequences 2-3, in flight behind it, are answered MESSAGE_TOO_LARGE and split. The pieces
+    // were put at the head, in front of the retry: ready() judged the node by a fresh piece (sendable),
+    // drain() sorted the head, found the retry still backing off and took nothing, and with the node
+    // "ready" no timer was left for the backoff. The sender slept until the next delivery.timeout.ms
+    // expiry, which failed sequence 1 (maybe written) although the faults were long over.
+    const w = world({ producer: { 'batch.size': 1000, 'max.in.flight.requests.per.connection': 5 } })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    let appendedOnce = false
+    w.cluster.script = ({ baseSequence, epoch, count }) => {
+      if (epoch !== 0) return null
+      if (baseSequence === 1 && !appendedOnce) { appendedOnce = true; return { error: 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', afterAppend: true } }
+      if (count > 1) return { error: 'MESSAGE_TOO_LARGE' }
+      return null
+    }
+    const retried = w.send('t')
+    // Drained alone, so the next two records share the following batch (the one refused as too large).
+    await w.clock.advance(0)
+    const split = [w.send('t'), w.send('t')]
+    // delivery.timeout.ms is 60 s: two seconds cover the backoff and a few round trips many times over.
+    expect(await w.settle(2000)).toBe(true)
+    expect(retried.status).toBe('acked')
+    // The retry is recognised as the batch already appended and answered with its original offset.
+    expect(retried.md!.offset).toBe(1n)
+    expect(split.map((o) => o.md?.offset)).toEqual([2n, 3n])
+    expect(w.cluster.duplicates).toBe(1)
+    expect(w.cluster.errorsSent.get('MESSAGE_TOO_LARGE')).toBe(1)
+    await finish(w)
+    expect(logOf(w)).toEqual([0, 1, 2, 3])
     expect((await runSeed(1246175)).violations).toEqual([])
   })
 

@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import type { Cluster } from '../../src/edge/client/cluster.js'
 import { BufferExhaustedException } from '../../src/edge/errors.js'
 import { BufferPool, RecordAccumulator, type AccumulatorOptions } from '../../src/edge/producer/accumulator.js'
+import { IdempotenceManager } from '../../src/edge/producer/idempotence.js'
 import { topicPartition } from '../../src/edge/producer/producer-batch.js'
 import { loadCore, type Core, type RecordInput } from '../../src/edge/wasm/core.js'
 import { VirtualClock } from '../sim/virtual-clock.js'
@@ -34,14 +35,14 @@ const record = (n: number): RecordInput => ({ key: null, value: new Uint8Array(n
 const ok = () => {}
 const no = () => {}
 
-function setup(opts: Partial<AccumulatorOptions> = {}) {
+function setup(opts: Partial<AccumulatorOptions> = {}, idempotence: IdempotenceManager | null = null) {
   const clock = new VirtualClock()
   const o: AccumulatorOptions = {
     batchSize: 1000, lingerMs: 5, maxRequestSize: 1_048_576, bufferMemory: 10_000, maxBlockMs: 1000, deliveryTimeoutMs: 120_000,
     retryBackoffMs: 100, retryBackoffMaxMs: 1000, compression: 'none', compressionLevel: undefined, clock, random: rng(1), ...opts,
   }
   const pool = new BufferPool(o.bufferMemory, clock)
-  return { clock, pool, acc: new RecordAccumulator(o, pool, core, null) }
+  return { clock, pool, acc: new RecordAccumulator(o, pool, core, idempotence) }
 }
 
 describe('buffer.memory and max.block.ms', () => {
@@ -119,6 +120,53 @@ describe('ready and drain', () => {
       expect(ms).toBeGreaterThanOrEqual(Math.floor(terms[i]! * 0.8))
       expect(ms).toBeLessThanOrEqual(Math.min(1000, terms[i]! * 1.2))
     })
+  })
+
+  it('split pieces queue behind a lower-sequence retry, so ready() judges the head drain() takes (seed 1246175)', () => {
+    const idem = new IdempotenceManager(null, (b, s) => b.close(s))
+    idem.initialized({ producerId: 7n, epoch: 0 })
+    const { clock, acc } = setup({ lingerMs: 0, retryBackoffMs: 100, retryBackoffMaxMs: 100 }, idem)
+    const tp = topicPartition('t', 0)
+    const drainOne = () => acc.drain(cluster, [0], clock.now()).get(0)![0]!
+    acc.tryAppend(tp, record(10), 80, ok, no)
+    idem.handleCompletedBatch(drainOne(), 0n, clock.now())
+    acc.tryAppend(tp, record(10), 80, ok, no)
+    const retry = drainOne()
+    acc.tryAppend(tp, record(10), 80, ok, no)
+    acc.tryAppend(tp, record(10), 80, ok, no)
+    const big = drainOne()
+    expect([retry.baseSequence, big.baseSequence, big.recordCount]).toEqual([1, 2, 2])
+    // The retry comes back first; then the batch behind it is refused as too large and split (as the Sender does).
+    acc.reenqueue(retry, clock.now())
+    const pieces = acc.split(big)
+    idem.removeInflight(big)
+    pieces.forEach((p, i) => { p.close({ ...big.stamp(), baseSequence: big.baseSequence + i }); idem.addInflight(p) })
+    big.markSplit()
+    acc.reenqueueSplit(big, pieces)
+    expect(acc.deque(tp).map((b) => b.baseSequence)).toEqual([1, 2, 3])
+    const r = acc.ready(cluster, clock.now() + 40)
+    expect(r.readyNodes.size).toBe(0)
+    expect(r.nextReadyCheckDelayMs).toBe(60)
+    expect(acc.drain(cluster, [0], clock.now() + 100).get(0)![0]).toBe(retry)
+  })
+
+  it('a retry drain() passes over for its backoff is reported, also when another partition made its node ready', () => {
+    const { clock, acc } = setup({ lingerMs: 0, retryBackoffMs: 100, retryBackoffMaxMs: 100 })
+    const p0 = topicPartition('t', 0)
+    const p1 = topicPartition('t', 1)
+    acc.tryAppend(p0, record(10), 80, ok, no)
+    acc.tryAppend(p1, record(10), 80, ok, no)
+    const first = acc.drain(cluster, [0], clock.now()).get(0)!
+    acc.reenqueue(first.find((b) => b.tp === p1)!, clock.now())
+    acc.tryAppend(p0, record(10), 80, ok, no)
+    // Node 0 is ready for partition 0, so ready() never weighs partition 1's backoff.
+    const r = acc.ready(cluster, clock.now() + 30)
+    expect([...r.readyNodes]).toEqual([0])
+    expect(r.nextReadyCheckDelayMs).toBe(Infinity)
+    expect(acc.drain(cluster, [0], clock.now() + 30).get(0)!.map((b) => b.tp)).toEqual([p0])
+    expect(acc.drainBackoffDelayMs).toBe(70)
+    expect(acc.drain(cluster, [0], clock.now() + 100).get(0)!.map((b) => b.tp)).toEqual([p1])
+    expect(acc.drainBackoffDelayMs).toBe(Infinity)
   })
 
   for (const compression of ['none', 'lz4'] as const) {

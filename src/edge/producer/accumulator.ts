@@ -125,6 +125,12 @@ export class RecordAccumulator {
   }
   private lastTp: TopicPartition | null = null
   private lastDeque: ProducerBatch[] = []
+  /**
+   * After drain(): when the first retry it passed over for its backoff is due (Infinity: none). ready()
+   * leaves out the partitions of a node another partition already made ready, so without this their
+   * backoff would get no timer and wait for some unrelated wakeup.
+   */
+  drainBackoffDelayMs = Infinity
 
   queueSize(tp: TopicPartition): number { return this.deques.get(tp.key)?.length ?? 0 }
 
@@ -210,10 +216,7 @@ export class RecordAccumulator {
     batch.retryJitter = 0.8 + 0.4 * this.opts.random()
     const d = this.deque(batch.tp)
     if (!batch.hasSequence || !this.idempotence) { d.unshift(batch); return }
-    // Java's insertInSequenceOrder: among the batches at the head that already have sequences.
-    let i = 0
-    while (i < d.length && d[i]!.hasSequence && sequenceOrder(d[i]!, batch) < 0) i++
-    d.splice(i, 0, batch)
+    insertInSequenceOrder(d, batch)
   }
 
   /**
@@ -237,6 +240,10 @@ export class RecordAccumulator {
     let next = Infinity
     const exhausted = this.pool.queued > 0
     for (const d of this.deques.values()) {
+      // Judge the batch drain() takes first. Judged by another one (a split piece or a restamped batch
+      // ahead of a retry still backing off), the node counted as ready, drain() passed the retry over,
+      // and its backoff got no timer (seed 1246175: it waited until delivery.timeout.ms).
+      if (this.idempotence) orderRetries(d)
       const first = d[0]
       if (!first) continue
       const leader = cluster.leaderFor(first.tp.topic, first.tp.partition)
@@ -257,6 +264,7 @@ export class RecordAccumulator {
   /** Takes the sendable head batches of each node's partitions, stamping sequences as it goes. */
   drain(cluster: Cluster, nodes: Iterable<number>, now: number): Map<number, ProducerBatch[]> {
     const out = new Map<number, ProducerBatch[]>()
+    this.drainBackoffDelayMs = Infinity
     const byNode = new Map<number, ProducerBatch[][]>()
     for (const d of this.deques.values()) {
       const first = d[0]
@@ -277,7 +285,10 @@ export class RecordAccumulator {
         const d = deques[(start + k) % deques.length]!
         if (this.idempotence) orderRetries(d)
         const first = d[0]!
-        if (first.inRetry && !leaderChanged(first, cluster) && now - first.lastAttemptMs < this.backoffMs(first)) continue
+        if (first.inRetry && !leaderChanged(first, cluster) && now - first.lastAttemptMs < this.backoffMs(first)) {
+          this.drainBackoffDelayMs = Math.min(this.drainBackoffDelayMs, this.backoffMs(first) - (now - first.lastAttemptMs))
+          continue
+        }
         if (size + this.estimatedBytes(first) > this.opts.maxRequestSize && ready.length > 0) break
         if (this.idempotence && !this.idempotence.canDrain(first, now)) continue
         d.shift()
@@ -352,7 +363,10 @@ export class RecordAccumulator {
     this.incomplete.delete(original)
     pieces[0]!.reservedBytes = original.reservedBytes
     const d = this.deque(original.tp)
-    d.unshift(...pieces)
+    // Java's splitAndReenqueue: with sequences, the pieces go where their sequences belong, behind a
+    // lower-sequence retry already back in the deque, not in front of it.
+    if (this.idempotence && original.hasSequence) for (const p of pieces) insertInSequenceOrder(d, p)
+    else d.unshift(...pieces)
     for (const p of pieces) this.incomplete.add(p)
   }
 
@@ -391,6 +405,13 @@ export class RecordAccumulator {
 function leaderChanged(batch: ProducerBatch, cluster: Cluster): boolean {
   const epoch = cluster.topics.get(batch.tp.topic)?.partitions[batch.tp.partition]?.leaderEpoch ?? -1
   return batch.leaderEpochAtSend >= 0 && epoch > batch.leaderEpochAtSend
+}
+
+/** Java's insertInSequenceOrder: among the batches at the head of the deque that already have sequences. */
+function insertInSequenceOrder(d: ProducerBatch[], batch: ProducerBatch): void {
+  let i = 0
+  while (i < d.length && d[i]!.hasSequence && sequenceOrder(d[i]!, batch) < 0) i++
+  d.splice(i, 0, batch)
 }
 
 /** An epoch bump restamps batches where they sit, which can leave the retries at a deque's head out of order. */

@@ -148,7 +148,7 @@ export class Sender {
     // Java's loop goes round again at once: the next batch of a partition may go while the first is
     // in flight (up to max.in.flight). Without this it waited for an answer to wake the sender.
     if (drained.size > 0) this.rerun = true
-    this.scheduleNext(now, Math.min(ready.nextReadyCheckDelayMs, throttleDelay))
+    this.scheduleNext(now, Math.min(ready.nextReadyCheckDelayMs, throttleDelay, this.accumulator.drainBackoffDelayMs))
   }
 
   private scheduleNext(now: number, readyDelay: number): void {
