@@ -65,6 +65,7 @@ export class SchemaRegistryClient {
 
   /** POST /subjects/{s}/versions: the id of the schema under the subject, registered if new. */
   register(subject: string, schema: RegistrySchema, normalize = this.config.normalize): Promise<RegisteredSchema> {
+    if (this.config.relay) return readOnly('register a schema', subject)
     return this.cached(this.ids, `r ${subject} ${normalize} ${body(schema)}`, async () => {
       const r = await this.call<{ id: number }>('POST', `/subjects/${encodeURIComponent(subject)}/versions${normalize ? '?normalize=true' : ''}`,
         body(schema), `register a schema under subject ${subject}`, subject)
@@ -74,6 +75,7 @@ export class SchemaRegistryClient {
 
   /** POST /subjects/{s}: the id and version of a schema already registered under the subject (404 if not). */
   lookup(subject: string, schema: RegistrySchema, normalize = this.config.normalize): Promise<RegisteredSchema> {
+    if (this.config.relay) return readOnly('look a schema up by its text', subject)
     return this.cached(this.ids, `l ${subject} ${normalize} ${body(schema)}`, async () => {
       const r = await this.call<{ id: number; version: number; subject: string }>('POST', `/subjects/${encodeURIComponent(subject)}${normalize ? '?normalize=true' : ''}`,
         body(schema), `find the schema under subject ${subject}`, subject)
@@ -102,6 +104,11 @@ export class SchemaRegistryClient {
   }
 
   getLatest(subject: string): Promise<RegisteredSchema> { return this.getVersion(subject, 'latest') }
+
+  /** GET /schemas/ids/{id}/versions: every subject and version this id is registered under (not cached). */
+  getAllVersionsById(id: number): Promise<Array<{ subject: string; version: number }>> {
+    return this.call('GET', `/schemas/ids/${id}/versions`, undefined, `list the subjects of schema id ${id}`, undefined)
+  }
 
   /** A cached answer, or one request shared by everyone asking; failures are not cached. */
   private cached<T>(cache: LruCache<string, Promise<T>>, key: string, ask: () => Promise<T>): Promise<T> {
@@ -149,6 +156,11 @@ export class SchemaRegistryClient {
     throw last
   }
 }
+
+/** Through the relay a page only reads: by id, latest and numbered versions (docs/schema-registry.md, "Pages"). */
+const readOnly = (what: string, subject: string): Promise<never> => Promise.reject(new ConfigException(
+  `cannot ${what} under subject ${subject} through the relay (schema.registry.relay.url): its registry routes are read-only; ` +
+  'register at build time and set use.latest.version=true or use.schema.id'))
 
 /** A client for these settings (Java: new CachedSchemaRegistryClient(...)). */
 export function schemaRegistryClient(settings: SchemaRegistrySettings): SchemaRegistryClient {
