@@ -166,8 +166,12 @@ describe.skipIf(unavailable !== null)(`schema registry lookups through the relay
       'schema.registry.relay.url': lookups.url, 'schema.registry.relay.token': () => tok, 'use.latest.version': true, 'value.serializer': avroSerializer(),
     })
     producers.push(p.producer)
+    const served = () => lookups.metrics.get('kafka_edge_bridge_registry_lookups_total', { status: '200' })
+    const before = served()
+    expect(before).toBeGreaterThan(0)
     const sent = [{ page: '/checkout', ms: 1_764_628_500_123 }, { page: '/ü', ms: -1 }]
     for (const value of sent) await p.send({ topic, value })
+    expect(served()).toBe(before + 1) // one latest lookup through the relay, then the page's cache
     const read = await readTopic(cluster, topic, { isolation: 'read_uncommitted', expected: 2, timeoutMs: 30_000 })
     const values = read.map((r) => r.value)
     expect(values.map((v) => new DataView(v!.buffer, v!.byteOffset).getInt32(1))).toEqual([id, id])
