@@ -29,8 +29,15 @@ export function registryRoutes(relay: Relay, app: Hono): void {
 
 interface Failure { status: number; code: number; message: string; reason: string | null; headers?: Record<string, string> }
 
+/** The edge client, plus the one call only the relay makes (Java: getAllVersionsById). */
+class RelayRegistryClient extends SchemaRegistryClient {
+  getAllVersionsById(id: number): Promise<Array<{ subject: string; version: number }>> {
+    return this.call('GET', `/schemas/ids/${id}/versions`, undefined, `list the subjects of schema id ${id}`, undefined)
+  }
+}
+
 class RegistryLookups {
-  private readonly client: SchemaRegistryClient
+  private readonly client: RelayRegistryClient
   private readonly allowed: (subject: string) => boolean
   /** Which subjects an id is registered under, for the grant check; it can grow, so it expires. */
   private readonly subjectsOfId: LruCache<number, { at: number; value: Promise<Array<{ subject: string; version: number }>> }>
@@ -45,7 +52,7 @@ class RegistryLookups {
       'http.read.timeout.ms': cfg.timeoutMs,
       'max.schemas.per.subject': cfg.cacheMaxEntries,
     }
-    this.client = new SchemaRegistryClient({ ...parseRegistryConfig(settings), latestTtlMs: cfg.cacheTtlMs })
+    this.client = new RelayRegistryClient({ ...parseRegistryConfig(settings), latestTtlMs: cfg.cacheTtlMs })
     this.allowed = compilePatterns(cfg.subjects)
     this.subjectsOfId = new LruCache(cfg.cacheMaxEntries)
   }

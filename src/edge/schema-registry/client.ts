@@ -105,11 +105,6 @@ export class SchemaRegistryClient {
 
   getLatest(subject: string): Promise<RegisteredSchema> { return this.getVersion(subject, 'latest') }
 
-  /** GET /schemas/ids/{id}/versions: every subject and version this id is registered under (not cached). */
-  getAllVersionsById(id: number): Promise<Array<{ subject: string; version: number }>> {
-    return this.call('GET', `/schemas/ids/${id}/versions`, undefined, `list the subjects of schema id ${id}`, undefined)
-  }
-
   /** A cached answer, or one request shared by everyone asking; failures are not cached. */
   private cached<T>(cache: LruCache<string, Promise<T>>, key: string, ask: () => Promise<T>): Promise<T> {
     const hit = cache.get(key)
@@ -120,7 +115,8 @@ export class SchemaRegistryClient {
     return p
   }
 
-  private async call<T>(method: string, path: string, payload: string | undefined, what: string, subject: string | undefined): Promise<T> {
+  /** @internal */
+  protected async call<T>(method: string, path: string, payload: string | undefined, what: string, subject: string | undefined): Promise<T> {
     const c = this.config
     if (c.urls.length === 0) throw new ConfigException('schema.registry.url is not set')
     let last: unknown
@@ -159,8 +155,7 @@ export class SchemaRegistryClient {
 
 /** Through the relay a page only reads: by id, latest and numbered versions (docs/schema-registry.md, "Pages"). */
 const readOnly = (what: string, subject: string): Promise<never> => Promise.reject(new ConfigException(
-  `cannot ${what} under subject ${subject} through the relay (schema.registry.relay.url): its registry routes are read-only; ` +
-  'register at build time and set use.latest.version=true or use.schema.id'))
+  `cannot ${what} under ${subject} through the relay (read-only): use use.latest.version or use.schema.id`))
 
 /** A client for these settings (Java: new CachedSchemaRegistryClient(...)). */
 export function schemaRegistryClient(settings: SchemaRegistrySettings): SchemaRegistryClient {

@@ -190,22 +190,15 @@ function direct(s: SchemaRegistrySettings): Connection {
  * credentials, so a page that names a registry or credentials besides the relay is misconfigured.
  */
 function relayConnection(s: SchemaRegistrySettings, relay: string, bool: (k: keyof SchemaRegistrySettings, d: boolean) => boolean): Connection {
-  for (const k of Object.keys(s)) {
-    if (k === 'schema.registry.url' || k.startsWith('basic.auth.') || k.startsWith('bearer.auth.')) {
-      throw new ConfigException(`${k} is set beside schema.registry.relay.url: through the relay the page holds no registry address or credentials`)
-    }
-  }
-  if (bool('auto.register.schemas', false)) {
-    throw new ConfigException('auto.register.schemas must be false with schema.registry.relay.url: the relay\'s registry routes are read-only (use use.latest.version or use.schema.id)')
-  }
-  let url: URL
-  try { url = new URL(relay) } catch { throw new ConfigException(`schema.registry.relay.url ${JSON.stringify(relay)} is not a URL`) }
-  const protocol = ({ 'ws:': 'http:', 'wss:': 'https:', 'http:': 'http:', 'https:': 'https:' } as Record<string, string>)[url.protocol]
-  if (!protocol) throw new ConfigException(`schema.registry.relay.url ${relay} must be ws:, wss:, http: or https:`)
+  const direct = Object.keys(s).find((k) => /^(schema\.registry\.url|basic\.|bearer\.)/.test(k))
+  if (direct) throw new ConfigException(`${direct} is set beside schema.registry.relay.url: a page holds no registry address or credentials`)
+  if (bool('auto.register.schemas', false)) throw new ConfigException('auto.register.schemas must be false with schema.registry.relay.url (read-only)')
+  let url: URL | undefined
+  try { url = new URL(relay) } catch { /* reported below */ }
   const token = s['schema.registry.relay.token']
-  if (typeof token !== 'string' && typeof token !== 'function') throw new ConfigException('schema.registry.relay.url needs schema.registry.relay.token: the relay token as a string or a function returning one')
+  if (!url || !/^(http|ws)s?:$/.test(url.protocol) || !token) throw new ConfigException('schema.registry.relay.url needs a ws(s):// or http(s):// URL and schema.registry.relay.token')
   return {
-    urls: [`${protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}/registry`],
+    urls: [`${url.protocol.replace('ws', 'http')}//${url.host}${url.pathname.replace(/\/+$/, '')}/registry`],
     authorization: async () => `Bearer ${typeof token === 'string' ? token : await token()}`,
     headers: {},
   }
