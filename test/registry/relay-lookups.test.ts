@@ -12,12 +12,11 @@ import {
 } from '../../src/edge/schema-registry/index.js'
 import { bs, createTopic, ensureCluster, readTopic, uniqueTopic, type Cluster } from '../helpers/kafka.js'
 import { buildReader, readBack, registryProxy, registryUnavailable, startRegistry, stopRegistry, type Proxy, type Registry } from '../helpers/registry.js'
+import { AUDIENCE, SECRET, token as relayToken } from '../bridge/helpers.js'
 
 const unavailable = registryUnavailable()
 if (unavailable && process.env.CI) throw new Error(`the relay lookup suite cannot run under CI: ${unavailable}`)
 const NAME = 'relay-lookups-test'
-const SECRET = 'relay-lookups-secret-0123456789-abcdef'
-const AUDIENCE = 'kafka-edge-tests'
 const ORIGIN = 'https://app.example'
 
 let cluster: Cluster
@@ -26,8 +25,7 @@ let guarded: Proxy
 const bridges: Bridge[] = []
 const producers: Producer[] = []
 
-const token = (topics: string[], sub = 'page'): string =>
-  signToken({ sub, aud: AUDIENCE, exp: Math.floor(Date.now() / 1000) + 600, topics }, SECRET)
+const token = (topics: string[], sub = 'page'): string => relayToken({ sub, topics, transactional_ids: [], groups: [] })
 
 async function relay(registry: Record<string, unknown>): Promise<Bridge> {
   const b = await startBridge(resolveConfig({
