@@ -55,7 +55,14 @@ class RegistryLookups {
     this.client = new RelayRegistryClient({ ...parseRegistryConfig(settings), latestTtlMs: cfg.cacheTtlMs })
     this.allowed = compilePatterns(cfg.subjects)
     this.subjectsOfId = new LruCache(cfg.cacheMaxEntries)
+    this.notFound = new LruCache(cfg.cacheMaxEntries)
   }
+
+  /**
+   * Recent 404s by route: a token may ask for names that do not exist as fast as its budget allows,
+   * and each would otherwise be a registry request.
+   */
+  private readonly notFound: LruCache<string, { at: number; failure: Failure }>
 
   serve(c: Context): Promise<Response> | Response {
     const relay = this.relay
@@ -126,18 +133,31 @@ class RegistryLookups {
   }
 
   private async lookup(route: string, grants: Grants): Promise<Failure | { body: unknown }> {
+    const out = await this.answer(route, grants)
+    if ('status' in out && out.status === 404 && out.code !== 40400) this.notFound.set(route, { at: Date.now(), failure: out })
+    return out
+  }
+
+  private unknown(route: string): Failure | null {
+    const hit = this.notFound.get(route)
+    return hit && Date.now() - hit.at < this.cfg.cacheTtlMs ? hit.failure : null
+  }
+
+  private async answer(route: string, grants: Grants): Promise<Failure | { body: unknown }> {
     const byId = /^\/schemas\/ids\/(\d{1,10})$/.exec(route)
     if (byId) {
       const id = Number(byId[1])
       const what = `schema id ${id}`
       if (id > 0x7fffffff) return { status: 404, code: 40403, message: `${what} not found`, reason: null }
+      const unknown = this.unknown(route)
+      if (unknown) return unknown
       try {
         const under = await this.subjectsOf(id)
         if (!under.some((v) => this.granted(grants, v.subject))) {
           return { status: 403, code: 40301, message: `${what} is under no subject this token grants`, reason: 'subject' }
         }
         return { body: shape(await this.client.getSchemaById(id)) }
-      } catch (e) { return this.failure(e, what) }
+      } catch (e) { return this.failure(e, what, 40403) }
     }
     const version = /^\/subjects\/([^/]+)\/versions\/(latest|\d{1,10})$/.exec(route)
     if (!version) return { status: 404, code: 40400, message: `not a route of the relay's registry lookups: it serves ${ROUTES}`, reason: null }
@@ -148,10 +168,12 @@ class RegistryLookups {
     if (!this.granted(grants, subject)) {
       return { status: 403, code: 40301, message: `subject ${subject.slice(0, 200)} is not granted to this token (only <topic>-key, <topic>-value and <topic>-<record> of its topics, and the relay's registry.subjects)`, reason: 'subject' }
     }
+    const unknown = this.unknown(route)
+    if (unknown) return unknown
     try {
       const got = await this.client.getVersion(subject, v)
       return { body: { subject: got.subject ?? subject, version: got.version, id: got.id, ...shape(got) } }
-    } catch (e) { return this.failure(e, what) }
+    } catch (e) { return this.failure(e, what, 40401) }
   }
 
   private subjectsOf(id: number): Promise<Array<{ subject: string; version: number }>> {
@@ -164,8 +186,8 @@ class RegistryLookups {
   }
 
   /** The registry's answer in the page's terms; its own message, status and credentials stay here. */
-  private failure(e: unknown, what: string): Failure {
-    if (e instanceof SchemaNotFoundException) return { status: 404, code: e.errorCode ?? 40400, message: `${what} not found`, reason: null }
+  private failure(e: unknown, what: string, notFound: number): Failure {
+    if (e instanceof SchemaNotFoundException) return { status: 404, code: e.errorCode ?? notFound, message: `${what} not found`, reason: null }
     const relay = this.relay
     if (e instanceof SchemaRegistryException && e.status === 0) {
       const timedOut = (e.cause as Error | undefined)?.name === 'TimeoutError'

@@ -106,6 +106,11 @@ describe.skipIf(unavailable !== null)(`schema registry lookups through the relay
     // TopicRecordNameStrategy subjects of the token's topic pass the grant; this one is not registered.
     expect(await get(lookups, `/subjects/${topic}-web.Click/versions/latest`, { token: mine })).toMatchObject({ status: 404, body: { error_code: 40401 } })
     expect((await get(lookups, '/schemas/ids/987654', { token: mine })).status).toBe(404)
+    // A 404 is remembered for registry.cacheTtlMs: asking again for what does not exist costs the registry nothing.
+    const before = guarded.requests
+    expect((await get(lookups, '/schemas/ids/987654', { token: mine })).status).toBe(404)
+    expect(await get(lookups, `/subjects/${topic}-web.Click/versions/latest`, { token: mine })).toMatchObject({ status: 404, body: { error_code: 40401 } })
+    expect(guarded.requests).toBe(before)
     // Not a way to reach the rest of the registry's API.
     expect((await get(lookups, '/subjects', { token: mine })).status).toBe(404)
   })
