@@ -93,7 +93,7 @@ class RegistryLookups {
     }
     // A lookup in progress holds a slot of its address (and, once verified, of its principal) as a beacon does.
     relay.holdIp(ip)
-    return this.authorized(c).then((r) => (r instanceof Response ? r : 'status' in r ? fail(r) : reply(200, r.body)), (e: unknown) => {
+    return this.authorized(c).then((r) => ('status' in r ? fail(r) : reply(200, r.body)), (e: unknown) => {
       relay.log.error('registry_lookup_error', { error: String((e as Error)?.stack ?? e).slice(0, 2000) })
       return fail({ status: 500, code: 50001, message: 'the relay failed to serve this lookup', reason: null })
     }).finally(() => relay.releaseIp(ip))
