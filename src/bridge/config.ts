@@ -122,6 +122,26 @@ export interface BridgeConfig {
     closeOnFrame: number
   }
   log: { level: 'debug' | 'info' | 'warn' | 'error' | 'silent' }
+  /** Read-only schema registry lookups for pages (registry.ts); null: the routes answer 404. */
+  registry: RelayRegistryConfig | null
+}
+
+/** The registry the relay looks schemas up in for pages, with its own credentials. */
+export interface RelayRegistryConfig {
+  urls: string[]
+  /** user:password (Basic) or a bearer token, never both; never sent to a page. */
+  userInfo: string | null
+  bearerToken: string | null
+  /**
+   * Subject patterns (`*` as in token grants) any valid token may read besides its topics' subjects:
+   * RecordNameStrategy subjects and the subjects of referenced schemas.
+   */
+  subjects: string[]
+  /** How long a latest version (and an id's subject list) is served from the relay's cache. */
+  cacheTtlMs: number
+  cacheMaxEntries: number
+  /** One registry request's limit; past it the page gets 504. */
+  timeoutMs: number
 }
 
 export const DEFAULTS = {
@@ -282,6 +302,33 @@ export function resolveConfig(input: Json, env: NodeJS.ProcessEnv = process.env)
     allowMissingOrigin: input.allowMissingOrigin === undefined ? DEFAULTS.allowMissingOrigin : input.allowMissingOrigin === true,
     limits, faults,
     log: { level: level as BridgeConfig['log']['level'] },
+    registry: input.registry === undefined ? null : parseRegistry(obj(input.registry, 'registry'), env),
+  }
+}
+
+const REGISTRY_KEYS = new Set(['url', 'userInfo', 'userInfoEnv', 'bearerToken', 'bearerTokenEnv', 'subjects', 'cacheTtlMs', 'cacheMaxEntries', 'timeoutMs'])
+
+function parseRegistry(r: Json, env: NodeJS.ProcessEnv): RelayRegistryConfig {
+  for (const k of Object.keys(r)) if (!REGISTRY_KEYS.has(k)) throw new BridgeConfigError(`unknown setting registry.${k}`)
+  const urls = list(r.url, 'registry.url').map((u) => {
+    let url: URL
+    try { url = new URL(u) } catch { throw new BridgeConfigError(`registry.url ${JSON.stringify(u)} is not a URL`) }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new BridgeConfigError(`registry.url ${u} must be http:// or https://`)
+    if (url.username) throw new BridgeConfigError('registry.url carries credentials: put them in registry.userInfo (or registry.userInfoEnv)')
+    return url.href.replace(/\/+$/, '')
+  })
+  if (urls.length === 0) throw new BridgeConfigError('registry.url must name the schema registry (its Confluent-compatible API)')
+  const userInfo = secret(r, 'userInfo', env, 'registry.') ?? null
+  const bearerToken = secret(r, 'bearerToken', env, 'registry.') ?? null
+  if (userInfo !== null && bearerToken !== null) throw new BridgeConfigError('set registry.userInfo or registry.bearerToken, not both')
+  if (userInfo !== null && !userInfo.includes(':')) throw new BridgeConfigError('registry.userInfo must be user:password')
+  const cacheMaxEntries = num(r.cacheMaxEntries, 1000, 'registry.cacheMaxEntries')
+  if (cacheMaxEntries < 1 || !Number.isInteger(cacheMaxEntries)) throw new BridgeConfigError('registry.cacheMaxEntries must be a whole number >= 1')
+  const timeoutMs = num(r.timeoutMs, 5000, 'registry.timeoutMs')
+  if (timeoutMs < 1) throw new BridgeConfigError('registry.timeoutMs must be at least 1')
+  return {
+    urls, userInfo, bearerToken, subjects: list(r.subjects, 'registry.subjects'),
+    cacheTtlMs: num(r.cacheTtlMs, 30_000, 'registry.cacheTtlMs'), cacheMaxEntries, timeoutMs,
   }
 }
 

@@ -13,6 +13,7 @@ import { RelayConnection, type ConnectionSetup } from './connection.js'
 import { Destinations } from './destinations.js'
 import { BRIDGE_METRICS as M, Bucket, Logger, Metrics } from './metrics.js'
 import { Authenticator } from './authn.js'
+import { registryRoutes } from './registry.js'
 import { ProducerIdBindings, TicketKeys, deriveTicketKey } from './tickets.js'
 import { UpstreamError, fetchBrokers, openUpstream } from './upstream.js'
 
@@ -302,6 +303,7 @@ export class Relay implements Bridge {
     })
     this.app.get('/metrics', (c) => c.text(this.metrics.render(), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }))
     this.app.get(this.cfg.path, (c) => c.text('WebSocket upgrade required', 426))
+    registryRoutes(this, this.app)
   }
 
   private probeCache: { at: number; ok: Promise<boolean> } | null = null
@@ -329,7 +331,8 @@ export class Relay implements Bridge {
       if (req.method === 'POST' && (req.url ?? '').split('?')[0] === `${this.cfg.path}/beacon`) return await beacon(this, req, res)
       const headers = new Headers()
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v)
-      const response = await this.app.fetch(new Request(`http://relay${req.url ?? '/'}`, { method: req.method, headers }))
+      // The client's address travels as the route's env: a header could be forged.
+      const response = await this.app.fetch(new Request(`http://relay${req.url ?? '/'}`, { method: req.method, headers }), { ip: req.socket.remoteAddress ?? 'unknown' })
       const body = Buffer.from(await response.arrayBuffer())
       const out: Record<string, string> = {}
       response.headers.forEach((v, k) => { out[k] = v })

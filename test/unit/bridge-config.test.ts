@@ -205,3 +205,23 @@ describe('producer-id tickets', () => {
     expect([b.holds('a', 1n), b.holds('b', 1n), b.holds('a', 2n)]).toEqual([false, true, true])
   })
 })
+
+describe('registry (read-only lookups for pages)', () => {
+  it('absent: null; URLs (a list), credentials from the environment, subjects and cache bounds with defaults', () => {
+    expect(cfg({}).registry).toBeNull()
+    expect(cfg({ registry: { url: ['https://sr-1:8081/', 'https://sr-2:8081'], userInfoEnv: 'SR', subjects: ['shop.*'] } }, { SR: 'k:s' }).registry).toEqual({
+      urls: ['https://sr-1:8081', 'https://sr-2:8081'], userInfo: 'k:s', bearerToken: null, subjects: ['shop.*'], cacheTtlMs: 30_000, cacheMaxEntries: 1000, timeoutMs: 5000,
+    })
+    expect(cfg({ registry: { url: 'http://sr:8081', bearerToken: 't', cacheTtlMs: 0 } }).registry).toMatchObject({ bearerToken: 't', userInfo: null, cacheTtlMs: 0 })
+  })
+
+  it('a missing or bad URL, credentials in the URL, both kinds of credentials, or an unknown key stop start-up', () => {
+    expect(refused({ registry: {} })).toMatch(/registry\.url must name/)
+    expect(refused({ registry: { url: 'ftp://sr' } })).toMatch(/must be http/)
+    expect(refused({ registry: { url: 'https://k:s@sr' } })).toMatch(/registry\.userInfo/)
+    expect(refused({ registry: { url: 'https://sr', userInfo: 'k:s', bearerToken: 't' } })).toMatch(/not both/)
+    expect(refused({ registry: { url: 'https://sr', userInfo: 'nocolon' } })).toMatch(/user:password/)
+    expect(refused({ registry: { url: 'https://sr', ttl: 1 } })).toMatch(/unknown setting registry\.ttl/)
+    expect(refused({ registry: { url: 'https://sr', cacheMaxEntries: 0 } })).toMatch(/cacheMaxEntries/)
+  })
+})

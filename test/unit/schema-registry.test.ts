@@ -198,3 +198,31 @@ describe('serializers without a registry call', () => {
     expect(calls.map((c) => new URL(c.url).host)).toEqual(['own:1'])
   })
 })
+
+describe('schema.registry.relay.url: lookups through the relay', () => {
+  it('goes to <relay>/registry with the relay token (a string or a fresh one per request), ws(s) as http(s); registering and lookups by text are refused without a request', async () => {
+    const { f, calls } = scripted([[200, { schema: '"string"' }], [200, { subject: 't-value', version: 2, id: 9, schema: '"string"' }]])
+    let n = 0
+    const c = new SchemaRegistryClient({ 'schema.registry.relay.url': 'wss://relay.example/kafka/?broker=b:1', 'schema.registry.relay.token': () => `tok${++n}`, fetch: f })
+    await c.getSchemaById(9)
+    await c.getLatest('t-value')
+    expect(calls.map((x) => x.url)).toEqual(['https://relay.example/kafka/registry/schemas/ids/9', 'https://relay.example/kafka/registry/subjects/t-value/versions/latest'])
+    expect(calls.map((x) => (x.init.headers as Record<string, string>).Authorization)).toEqual(['Bearer tok1', 'Bearer tok2'])
+    await expect(c.register('t-value', { schema: '"string"' })).rejects.toMatchObject({ name: 'ConfigException', message: expect.stringMatching(/read-only/) })
+    await expect(c.lookup('t-value', { schema: '"string"' })).rejects.toMatchObject({ name: 'ConfigException' })
+    expect(calls).toHaveLength(2)
+    expect(c.config.autoRegister).toBe(false)
+    const plain = new SchemaRegistryClient({ 'schema.registry.relay.url': 'http://127.0.0.1:8080/kafka', 'schema.registry.relay.token': 't', fetch: f })
+    expect(plain.config.urls).toEqual(['http://127.0.0.1:8080/kafka/registry'])
+  })
+
+  it('a registry address, credentials, auto.register.schemas=true or a missing token beside it are ConfigExceptions', () => {
+    const base = { 'schema.registry.relay.url': 'wss://relay.example/kafka', 'schema.registry.relay.token': 't' }
+    expect(() => new SchemaRegistryClient({ ...base, 'schema.registry.url': 'http://r:1' })).toThrow(/schema\.registry\.url is set beside/)
+    expect(() => new SchemaRegistryClient({ ...base, 'basic.auth.user.info': 'k:s' })).toThrow(/basic\.auth\.user\.info is set beside/)
+    expect(() => new SchemaRegistryClient({ ...base, 'bearer.auth.token': 'x' })).toThrow(/bearer\.auth\.token is set beside/)
+    expect(() => new SchemaRegistryClient({ ...base, 'auto.register.schemas': true })).toThrow(/auto\.register\.schemas must be false/)
+    expect(() => new SchemaRegistryClient({ 'schema.registry.relay.url': 'wss://relay.example/kafka' })).toThrow(/schema\.registry\.relay\.token/)
+    expect(() => new SchemaRegistryClient({ ...base, 'schema.registry.relay.url': 'ftp://relay.example' })).toThrow(/ws\(s\):\/\/ or http\(s\):\/\//)
+  })
+})

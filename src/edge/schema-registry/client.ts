@@ -65,6 +65,7 @@ export class SchemaRegistryClient {
 
   /** POST /subjects/{s}/versions: the id of the schema under the subject, registered if new. */
   register(subject: string, schema: RegistrySchema, normalize = this.config.normalize): Promise<RegisteredSchema> {
+    if (this.config.relay) return readOnly('register a schema', subject)
     return this.cached(this.ids, `r ${subject} ${normalize} ${body(schema)}`, async () => {
       const r = await this.call<{ id: number }>('POST', `/subjects/${encodeURIComponent(subject)}/versions${normalize ? '?normalize=true' : ''}`,
         body(schema), `register a schema under subject ${subject}`, subject)
@@ -74,6 +75,7 @@ export class SchemaRegistryClient {
 
   /** POST /subjects/{s}: the id and version of a schema already registered under the subject (404 if not). */
   lookup(subject: string, schema: RegistrySchema, normalize = this.config.normalize): Promise<RegisteredSchema> {
+    if (this.config.relay) return readOnly('look a schema up by its text', subject)
     return this.cached(this.ids, `l ${subject} ${normalize} ${body(schema)}`, async () => {
       const r = await this.call<{ id: number; version: number; subject: string }>('POST', `/subjects/${encodeURIComponent(subject)}${normalize ? '?normalize=true' : ''}`,
         body(schema), `find the schema under subject ${subject}`, subject)
@@ -113,7 +115,8 @@ export class SchemaRegistryClient {
     return p
   }
 
-  private async call<T>(method: string, path: string, payload: string | undefined, what: string, subject: string | undefined): Promise<T> {
+  /** @internal */
+  protected async call<T>(method: string, path: string, payload: string | undefined, what: string, subject: string | undefined): Promise<T> {
     const c = this.config
     if (c.urls.length === 0) throw new ConfigException('schema.registry.url is not set')
     let last: unknown
@@ -149,6 +152,10 @@ export class SchemaRegistryClient {
     throw last
   }
 }
+
+/** Through the relay a page only reads: by id, latest and numbered versions (docs/schema-registry.md, "Pages"). */
+const readOnly = (what: string, subject: string): Promise<never> => Promise.reject(new ConfigException(
+  `cannot ${what} under ${subject} through the relay (read-only): use use.latest.version or use.schema.id`))
 
 /** A client for these settings (Java: new CachedSchemaRegistryClient(...)). */
 export function schemaRegistryClient(settings: SchemaRegistrySettings): SchemaRegistryClient {

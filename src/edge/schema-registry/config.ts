@@ -39,6 +39,14 @@ export interface SchemaRegistrySettings {
   'retries.max.wait.ms'?: number
   /** How long one request may take before it counts as a network error. */
   'http.read.timeout.ms'?: number
+  /**
+   * A page's way to the registry without credentials of its own: the relay's URL (the one its
+   * websocket() transport uses, ws(s):// or http(s)://). Lookups by id and of versions then go to the
+   * relay's read-only registry routes with the page's relay token; registering is refused.
+   */
+  'schema.registry.relay.url'?: string
+  /** The relay token (or a function giving a fresh one, as websocket({ token }) takes) the lookups carry. */
+  'schema.registry.relay.token'?: string | BearerTokenProvider
   fetch?: typeof fetch
 }
 
@@ -61,6 +69,8 @@ export interface RegistryConfig {
   retryWaitMs: number
   retryMaxWaitMs: number
   requestTimeoutMs: number
+  /** Lookups go through the relay (schema.registry.relay.url): nothing may be registered or looked up by content. */
+  relay: boolean
   fetch: typeof fetch
 }
 
@@ -84,7 +94,7 @@ function strategy(v: unknown, key: string): SubjectNameStrategy {
 const KNOWN = new Set(['schema.registry.url', 'basic.auth.credentials.source', 'basic.auth.user.info', 'bearer.auth.credentials.source', 'bearer.auth.token',
   'bearer.auth.logical.cluster', 'bearer.auth.identity.pool.id', 'auto.register.schemas', 'use.latest.version', 'use.schema.id', 'normalize.schemas',
   'latest.cache.ttl.sec', 'max.schemas.per.subject', 'key.subject.name.strategy', 'value.subject.name.strategy', 'max.retries', 'retries.wait.ms',
-  'retries.max.wait.ms', 'http.read.timeout.ms', 'fetch'])
+  'retries.max.wait.ms', 'http.read.timeout.ms', 'schema.registry.relay.url', 'schema.registry.relay.token', 'fetch'])
 
 /** True for the keys this module reads, so a caller can split them from the producer's settings. */
 export const isRegistrySetting = (key: string): boolean => KNOWN.has(key)
@@ -105,6 +115,34 @@ export function parseRegistryConfig(s: SchemaRegistrySettings): RegistryConfig {
     if (!Number.isInteger(v) || v < min) throw new ConfigException(`${k} must be an integer >= ${min}, got ${String(s[k])}`)
     return v
   }
+  const relay = s['schema.registry.relay.url']
+  const { urls, authorization, headers } = relay === undefined ? direct(s) : relayConnection(s, relay, bool)
+  const f = s.fetch ?? globalThis.fetch
+  if (typeof f !== 'function') throw new ConfigException('no fetch in this runtime: pass one as the fetch setting')
+  const ttl = int('latest.cache.ttl.sec', -1, -1)
+  return {
+    urls, authorization, headers,
+    // The relay's registry routes are read-only, so there registering is never the default.
+    autoRegister: relay === undefined && bool('auto.register.schemas', true),
+    useLatestVersion: bool('use.latest.version', false),
+    useSchemaId: int('use.schema.id', -1, -1),
+    normalize: bool('normalize.schemas', false),
+    latestTtlMs: ttl < 0 ? Infinity : ttl * 1000,
+    cacheCapacity: int('max.schemas.per.subject', 1000, 1),
+    keyStrategy: strategy(s['key.subject.name.strategy'], 'key.subject.name.strategy'),
+    valueStrategy: strategy(s['value.subject.name.strategy'], 'value.subject.name.strategy'),
+    maxRetries: int('max.retries', 3, 0),
+    retryWaitMs: int('retries.wait.ms', 1000, 0),
+    retryMaxWaitMs: int('retries.max.wait.ms', 20000, 0),
+    requestTimeoutMs: int('http.read.timeout.ms', 60000, 1),
+    relay: relay !== undefined,
+    fetch: f.bind(globalThis),
+  }
+}
+
+type Connection = Pick<RegistryConfig, 'urls' | 'authorization' | 'headers'>
+
+function direct(s: SchemaRegistrySettings): Connection {
   const raw = s['schema.registry.url']
   const list = raw === undefined ? [] : typeof raw === 'string' ? raw.split(',') : [...raw]
   let userInfo: string | undefined
@@ -144,23 +182,24 @@ export function parseRegistryConfig(s: SchemaRegistrySettings): RegistryConfig {
   if (s['bearer.auth.logical.cluster']) headers['target-sr-cluster'] = s['bearer.auth.logical.cluster']
   if (s['bearer.auth.identity.pool.id']) headers['Confluent-Identity-Pool-Id'] = s['bearer.auth.identity.pool.id']
 
-  const f = s.fetch ?? globalThis.fetch
-  if (typeof f !== 'function') throw new ConfigException('no fetch in this runtime: pass one as the fetch setting')
-  const ttl = int('latest.cache.ttl.sec', -1, -1)
+  return { urls, authorization, headers }
+}
+
+/**
+ * The relay's registry routes (docs/schema-registry.md, "Pages"): the relay holds the registry's
+ * credentials, so a page that names a registry or credentials besides the relay is misconfigured.
+ */
+function relayConnection(s: SchemaRegistrySettings, relay: string, bool: (k: keyof SchemaRegistrySettings, d: boolean) => boolean): Connection {
+  const direct = Object.keys(s).find((k) => /^(schema\.registry\.url|basic\.|bearer\.)/.test(k))
+  if (direct) throw new ConfigException(`${direct} is set beside schema.registry.relay.url: a page holds no registry address or credentials`)
+  if (bool('auto.register.schemas', false)) throw new ConfigException('auto.register.schemas must be false with schema.registry.relay.url (read-only)')
+  let url: URL | undefined
+  try { url = new URL(relay) } catch { /* reported below */ }
+  const token = s['schema.registry.relay.token']
+  if (!url || !/^(http|ws)s?:$/.test(url.protocol) || !token) throw new ConfigException('schema.registry.relay.url needs a ws(s):// or http(s):// URL and schema.registry.relay.token')
   return {
-    urls, authorization, headers,
-    autoRegister: bool('auto.register.schemas', true),
-    useLatestVersion: bool('use.latest.version', false),
-    useSchemaId: int('use.schema.id', -1, -1),
-    normalize: bool('normalize.schemas', false),
-    latestTtlMs: ttl < 0 ? Infinity : ttl * 1000,
-    cacheCapacity: int('max.schemas.per.subject', 1000, 1),
-    keyStrategy: strategy(s['key.subject.name.strategy'], 'key.subject.name.strategy'),
-    valueStrategy: strategy(s['value.subject.name.strategy'], 'value.subject.name.strategy'),
-    maxRetries: int('max.retries', 3, 0),
-    retryWaitMs: int('retries.wait.ms', 1000, 0),
-    retryMaxWaitMs: int('retries.max.wait.ms', 20000, 0),
-    requestTimeoutMs: int('http.read.timeout.ms', 60000, 1),
-    fetch: f.bind(globalThis),
+    urls: [`${url.protocol.replace('ws', 'http')}//${url.host}${url.pathname.replace(/\/+$/, '')}/registry`],
+    authorization: async () => `Bearer ${typeof token === 'string' ? token : await token()}`,
+    headers: {},
   }
 }

@@ -43,7 +43,7 @@ export class SerializingProducer<K = unknown, V = unknown> {
   constructor(readonly producer: Producer, settings: SerializerSettings) {
     const { 'key.serializer': k, 'value.serializer': v, ...rest } = settings
     const registry = Object.fromEntries(Object.entries(rest).filter(([key]) => isRegistrySetting(key))) as SchemaRegistrySettings
-    const client = registry['schema.registry.url'] === undefined ? undefined : new SchemaRegistryClient(registry)
+    const client = registry['schema.registry.url'] === undefined && registry['schema.registry.relay.url'] === undefined ? undefined : new SchemaRegistryClient(registry)
     k?.configure?.(registry, true, client)
     v?.configure?.(registry, false, client)
     this.keySerializer = k

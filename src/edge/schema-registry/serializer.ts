@@ -27,7 +27,7 @@ export interface SchemaCodec {
 /** A schema a serializer registers: its text, format and what it imports (name to text). */
 export interface SchemaSource { schema: string; schemaType: SchemaType; references?: Record<string, string> }
 
-const CLIENT_KEYS = /^(schema\.registry\.url|basic\.auth\.|bearer\.auth\.|max\.retries|retries\.|http\.|fetch$|max\.schemas\.per\.subject|latest\.cache\.ttl\.sec)/
+const CLIENT_KEYS = /^(schema\.registry\.(url|relay\.)|basic\.auth\.|bearer\.auth\.|max\.retries|retries\.|http\.|fetch$|max\.schemas\.per\.subject|latest\.cache\.ttl\.sec)/
 
 interface Resolved { id: number; codec: SchemaCodec; at: number }
 
