@@ -55,6 +55,7 @@ export interface Collector {
 }
 
 export interface CollectorOptions {
+  /** Bootstrap servers, comma-separated. */
   brokers: string
   topics: Record<Signal, string>
   encoding?: 'otlp_proto' | 'otlp_json'
@@ -70,7 +71,7 @@ export async function startCollector(bin: string, o: CollectorOptions): Promise<
   const config = {
     receivers: {
       kafka: {
-        brokers: [o.brokers],
+        brokers: o.brokers.split(','),
         group_id: `kafka-edge-test-${process.pid}-${Date.now()}`,
         initial_offset: 'earliest',
         ...Object.fromEntries(signals.map((s) => [s, { topics: [o.topics[s]], encoding }])),

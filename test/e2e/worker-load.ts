@@ -12,17 +12,13 @@ import { POSSIBLE_DUPLICATE_HEADER } from '../../src/edge/index.js'
 import { bs, createTopic, killNode, leaders, readTopic, restartNode, uniqueTopic, type Cluster } from '../helpers/kafka.js'
 import { freePort, startWrangler, type WranglerDev } from './wrangler.js'
 
-export interface LoadOptions {
+/** restartAt and killBrokerAt are shares of the events accepted. */
+export interface LoadOptions extends FaultPlan {
   events: number
   clients: number
   perRequest: number
   shards: number
   partitions: number
-  /** Restart wrangler dev once this share of the events was accepted (0..1); none when undefined. */
-  restartAt?: number
-  /** Kill the leader of partition 0 at this share, restart it `brokerDownMs` later. */
-  killBrokerAt?: number
-  brokerDownMs?: number
   log?: (msg: string) => void
 }
 
@@ -67,7 +63,6 @@ export async function runWorkerLoad(cluster: Cluster, o: LoadOptions): Promise<L
   const vars = { KAFKA_BOOTSTRAP: bs(cluster), TELEMETRY_TOPIC: topic, SHARDS: String(o.shards), MAX_EVENTS: String(Math.max(1000, o.perRequest)) }
   let dev: WranglerDev | null = await startWrangler(vars, { port, state })
   const url = dev.url
-  const faults: string[] = []
   const accepted = new Set<string>()
   const attempted = new Set<string>()
   const retries: Record<string, number> = {}
@@ -111,41 +106,18 @@ export async function runWorkerLoad(cluster: Cluster, o: LoadOptions): Promise<L
     }
   }
 
-  let brokerBack: Promise<void> = Promise.resolve()
   const hadProducerAtRestart: boolean[] = []
-  const faultScript = (async () => {
-    let restarted = o.restartAt === undefined
-    let killed = o.killBrokerAt === undefined
-    while (!restarted || !killed) {
-      await sleep(50)
-      const share = accepted.size / o.events
-      if (!restarted && share >= o.restartAt!) {
-        restarted = true
-        faults.push(`wrangler dev restarted at ${accepted.size} accepted`)
-        log(faults.at(-1)!)
-        const before = await (await fetch(`${url}/healthz`)).json() as { shards: Array<{ producerId: string | null }> }
-        hadProducerAtRestart.push(...before.shards.map((x) => x.producerId !== null))
-        await dev!.stop()
-        dev = null
-        dev = await startWrangler(vars, { port, state })
-      }
-      if (!killed && share >= o.killBrokerAt!) {
-        killed = true
-        const leader = (await leaders(cluster, topic))[0]!
-        faults.push(`broker ${leader} killed at ${accepted.size} accepted`)
-        log(faults.at(-1)!)
-        await killNode(cluster, leader)
-        brokerBack = sleep(o.brokerDownMs ?? 5000).then(async () => {
-          await restartNode(cluster, leader)
-          faults.push(`broker ${leader} restarted`)
-          log(faults.at(-1)!)
-        })
-      }
-    }
-  })()
+  const faultRun = scheduleFaults(cluster, topic, o, () => accepted.size / o.events, async () => {
+    const before = await (await fetch(`${url}/healthz`)).json() as { shards: Array<{ producerId: string | null }> }
+    hadProducerAtRestart.push(...before.shards.map((x) => x.producerId !== null))
+    await dev!.stop()
+    dev = null
+    dev = await startWrangler(vars, { port, state })
+  }, () => `${accepted.size} accepted`, log)
+  const { faults } = faultRun
 
   try {
-    await Promise.all([...Array.from({ length: o.clients }, (_, c) => client(c)), faultScript])
+    await Promise.all([...Array.from({ length: o.clients }, (_, c) => client(c)), faultRun.done])
     const postSeconds = (Date.now() - t0) / 1000
     log(`${accepted.size} events accepted in ${postSeconds.toFixed(1)} s; waiting for the backlog to drain`)
     const drainStart = Date.now()
@@ -157,7 +129,7 @@ export async function runWorkerLoad(cluster: Cluster, o: LoadOptions): Promise<L
     }
     const drainSeconds = (Date.now() - drainStart) / 1000
     // The cluster is whole again before it is read (and before a caller stops it).
-    await brokerBack
+    await faultRun.brokerBack()
     const health = await (await fetch(`${url}/healthz`)).json() as { shards: Array<{ resumed: LoadResult['resumed'][number] }> }
     const records = await readTopic(cluster, topic, { expected: accepted.size, isolation: 'read_uncommitted', timeoutMs: 120_000 })
     const seen = new Map<string, number>()
@@ -184,4 +156,50 @@ export async function runWorkerLoad(cluster: Cluster, o: LoadOptions): Promise<L
     await dev?.stop()
     rmSync(state, { recursive: true, force: true })
   }
+}
+
+export interface FaultPlan {
+  /** Restart wrangler dev once progress() reaches this share (0..1); none when undefined. */
+  restartAt?: number
+  /** Kill the leader of partition 0 of the topic at this share, restart it `brokerDownMs` later. */
+  killBrokerAt?: number
+  brokerDownMs?: number
+}
+
+/**
+ * The faults of a load run, driven by its progress (0..1): a wrangler dev restart (`restart`, which
+ * the caller does since it owns the process) and a kill -9 of partition 0's leader. `done` resolves
+ * once both have been started; `brokerBack()` once the broker is up again.
+ */
+export function scheduleFaults(cluster: Cluster, topic: string, plan: FaultPlan, progress: () => number, restart: () => Promise<void>,
+  where: () => string, log: (msg: string) => void = () => {}): { faults: string[]; done: Promise<void>; brokerBack: () => Promise<void> } {
+  const faults: string[] = []
+  let back: Promise<void> = Promise.resolve()
+  const done = (async () => {
+    let restarted = plan.restartAt === undefined
+    let killed = plan.killBrokerAt === undefined
+    while (!restarted || !killed) {
+      await sleep(50)
+      const share = progress()
+      if (!restarted && share >= plan.restartAt!) {
+        restarted = true
+        faults.push(`wrangler dev restarted at ${where()}`)
+        log(faults.at(-1)!)
+        await restart()
+      }
+      if (!killed && share >= plan.killBrokerAt!) {
+        killed = true
+        const leader = (await leaders(cluster, topic))[0]!
+        faults.push(`broker ${leader} killed at ${where()}`)
+        log(faults.at(-1)!)
+        await killNode(cluster, leader)
+        back = sleep(plan.brokerDownMs ?? 5000).then(async () => {
+          await restartNode(cluster, leader)
+          faults.push(`broker ${leader} restarted`)
+          log(faults.at(-1)!)
+        })
+      }
+    }
+  })()
+  return { faults, done, brokerBack: () => back }
 }
