@@ -6,18 +6,25 @@
 // WebKitGTK (MiniBrowser through WebKitWebDriver, test/e2e/webkit.ts), which reach Kafka through
 // `kafka-edge bridge` run from the tarball too. What each runtime reports
 // is checked against what the Java consumer reads (read_committed) and what DumpLogSegments shows.
+// The schema scenarios write Avro and Protobuf with kafka-edge/schema-registry against one Apicurio
+// Registry 3.3.3 for the whole file: servers register their schema, pages read the latest version the
+// test registered through the relay's lookups. Those records are decoded by the Go reader
+// (test/registry-reader), which fetches each schema by the id in the record.
 // The result table is printed and written to .tmp/conformance.md (README.md carries a copy).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
+import { isDeepStrictEqual } from 'node:util'
 import path from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { WebKit, webkitMissing } from '../e2e/webkit.js'
 import { ROOT, WRANGLER_ENV, freePort } from '../e2e/wrangler.js'
 import { bs, createTopic, dumpBatches, ensureCluster, killNode, readTopic, restartNode, uniqueTopic, type Cluster, type DumpedBatch, type ReadRecord } from '../helpers/kafka.js'
+import { buildReader, readBack, registryUnavailable, startRegistry, stopRegistry, type Registry } from '../helpers/registry.js'
 import { bunBinary, denoBinary } from '../runtimes/binaries.js'
 import { cleanEnv, freshProject, run } from '../package/tarball.js'
+import { AVRO_DECODED, AVRO_SCHEMA, PROTO_DECODED, PROTO_INDEX, PROTO_MESSAGE, PROTO_SCHEMA, SCHEMA_COUNTS, avroSubject, protoSubject } from './apps/schemas.mjs'
 
 const APPS = path.join(ROOT, 'test', 'conformance', 'apps')
 const NODE_RUNTIMES = path.join(ROOT, 'test', 'conformance', 'runtimes')
@@ -26,11 +33,16 @@ const FIREFOX = '/usr/bin/firefox-esr'
 const SECRET = 'conformance-relay-secret-0123456789abcdef'
 const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
 const COUNTS = { idempotent: 60, committed: 20, perCodec: 20, restart: 40, recipe: 1 }
+const SCENARIOS = ['idempotent', 'transaction', ...CODECS.map((c) => `compression ${c}`), 'broker restart', 'schema avro', 'schema protobuf'] as const
+const REGISTRY_NAME = 'conformance-test'
+const registryMissing = registryUnavailable()
+if (registryMissing && process.env.CI) throw new Error(`the conformance suite's schema scenarios cannot run under CI: ${registryMissing}`)
 const TOTAL = COUNTS.idempotent + COUNTS.committed + CODECS.length * COUNTS.perCodec + COUNTS.restart + COUNTS.recipe
-const SCENARIOS = ['idempotent', 'transaction', ...CODECS.map((c) => `compression ${c}`), 'broker restart'] as const
+  + (registryMissing ? 0 : SCHEMA_COUNTS.avro + SCHEMA_COUNTS.protobuf)
 
 interface ScenarioResult {
-  name: string; ok: boolean; ms: number; producerId?: string | null; acked?: number; offsets?: string[]; error?: { name: string; message: string; cause?: string }
+  name: string; ok: boolean; ms: number; producerId?: string | null; acked?: number; offsets?: string[]; schemaIds?: number[]
+  error?: { name: string; message: string; cause?: string }
 }
 interface AppOutput { runtime: { name: string; version: string }; results: ScenarioResult[]; error?: string }
 interface Row { runtime: string; version: string; how: string; cells: Record<string, string>; seconds: number; skipped?: string }
@@ -60,6 +72,7 @@ let brokerDown = false
 let site: { origin: string; close(): Promise<void> }
 let relay: { url: string; proc: ChildProcess; log: () => string } | undefined
 let relayToken = ''
+let registry: Registry | undefined
 const projects: Record<string, string> = {}
 const bundles: Record<'vite' | 'esbuild', string> = { vite: '', esbuild: '' }
 const temp: string[] = []
@@ -95,7 +108,10 @@ function startSite(): Promise<typeof site> {
 async function startRelay(dir: string): Promise<NonNullable<typeof relay>> {
   const port = await freePort()
   const bin = path.join(dir, 'node_modules', '.bin', 'kafka-edge')
-  const proc = spawn(bin, ['bridge', '--listen', `127.0.0.1:${port}`, '--brokers', bs(cluster), '--origins', site.origin, '--log-level', 'warn'], {
+  // The registry section turns on the read-only lookups pages use; this registry wants no credentials.
+  const config = path.join(dir, 'relay.json')
+  writeFileSync(config, JSON.stringify(registry ? { registry: { url: registry.url } } : {}))
+  const proc = spawn(bin, ['bridge', '--config', config, '--listen', `127.0.0.1:${port}`, '--brokers', bs(cluster), '--origins', site.origin, '--log-level', 'warn'], {
     cwd: dir, env: cleanEnv({ KAFKA_EDGE_BRIDGE_SECRET: SECRET }), stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''
@@ -132,12 +148,13 @@ async function buildBundles(dir: string): Promise<void> {
 
 function copyApp(from: string, to: string): void {
   cpSync(path.join(APPS, from), to, { recursive: true })
-  cpSync(path.join(APPS, 'scenarios.mjs'), path.join(to, from === 'worker' ? 'src' : '.', 'scenarios.mjs'))
+  for (const f of ['scenarios.mjs', 'schemas.mjs']) cpSync(path.join(APPS, f), path.join(to, from === 'worker' ? 'src' : '.', f))
 }
 
 // ---- runners: each returns what the app reported ------------------------------------------------
 
-interface RunConfig { bootstrap: string; topic: string; control: string; txnId: string }
+/** registry: the Confluent-compatible API servers register at; pages get only `registry=1` and use the relay. */
+interface RunConfig { bootstrap: string; topic: string; control: string; txnId: string; registry?: string }
 
 function runProcess(command: string[], cwd: string, cfg: RunConfig, timeoutMs = 240_000): Promise<AppOutput> {
   return new Promise((resolve, reject) => {
@@ -195,7 +212,7 @@ async function runWorker(dir: string, cfg: RunConfig): Promise<AppOutput> {
 }
 
 const pageUrl = (bundler: 'vite' | 'esbuild', cfg: RunConfig, runtime: string) =>
-  `${site.origin}/${bundler}/index.html?${new URLSearchParams({ relay: relay!.url, token: relayToken, topic: cfg.topic, txnId: cfg.txnId, runtime })}`
+  `${site.origin}/${bundler}/index.html?${new URLSearchParams({ relay: relay!.url, token: relayToken, topic: cfg.topic, txnId: cfg.txnId, runtime, ...(cfg.registry ? { registry: '1' } : {}) })}`
 
 /** WebKitGTK has no puppeteer: the page's result is polled over WebDriver (which has no page-error events; a failed scenario says why in the result). */
 async function runWebKitPage(bundler: 'vite' | 'esbuild', cfg: RunConfig, runtime: string): Promise<AppOutput> {
@@ -240,6 +257,14 @@ async function runPage(browserName: 'chromium' | 'firefox', bundler: 'vite' | 'e
     await browser.close().catch(() => {})
     rmSync(profile, { recursive: true, force: true })
   }
+}
+
+async function registerSchema(subject: string, body: { schema: string; schemaType?: string }): Promise<number> {
+  const r = await fetch(`${registry!.url}/subjects/${encodeURIComponent(subject)}/versions`, {
+    method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify(body),
+  })
+  if (!r.ok) throw new Error(`registering ${subject}: ${r.status} ${await r.text()}`)
+  return (await r.json() as { id: number }).id
 }
 
 // ---- checking what the broker has against what the app reported --------------------------------
@@ -287,11 +312,43 @@ function verify(out: AppOutput, records: ReadRecord[], batches: DumpedBatch[]): 
   return cells
 }
 
+/**
+ * The schema scenarios: each record the Go reader decodes equal to what was sent, in the order sent,
+ * with the id the subject's latest version has (registered by the server app, or by the test for a
+ * page) and the message indexes of a nested Protobuf message.
+ */
+async function verifySchemas(out: AppOutput, topic: string, records: ReadRecord[]): Promise<Record<string, string>> {
+  const cells: Record<string, string> = {}
+  for (const [name, subject, decoded] of [['schema avro', avroSubject(topic), AVRO_DECODED], ['schema protobuf', protoSubject(topic), PROTO_DECODED]] as const) {
+    if (!registry) { cells[name] = `skipped: ${registryMissing}`; continue }
+    const r = out.results.find((x) => x.name === name)
+    if (!r) { cells[name] = 'not run'; continue }
+    if (!r.ok) { cells[name] = `✗ ${r.error?.name}: ${r.error?.message}${r.error?.cause ? ` (${r.error.cause})` : ''}`; continue }
+    const mine = records.filter((x) => x.headers.some((h) => h.key === 'scenario' && text(h.value) === name.replace(' ', '-'))).sort((x, y) => x.offset - y.offset)
+    const latest = await (await fetch(`${registry.url}/subjects/${encodeURIComponent(subject)}/versions/latest`)).json() as { id?: number }
+    const got = await readBack(registry.url, mine.map((x) => x.value))
+    const index = name === 'schema protobuf' ? { message: PROTO_MESSAGE, index: PROTO_INDEX } : {}
+    let problem = ''
+    if (mine.length !== decoded.length) problem = `read ${mine.length} records, sent ${decoded.length}`
+    else if (mine.map((x) => String(x.offset)).join() !== (r.offsets ?? []).join()) problem = `offsets read ${mine.map((x) => x.offset).join()}, acknowledged ${r.offsets?.join()}`
+    else if (got.some((g) => g.error)) problem = `the reader failed: ${got.find((g) => g.error)!.error}`
+    else if (!isDeepStrictEqual(r.schemaIds, [latest.id])) problem = `the app wrote schema ids ${r.schemaIds?.join()}, the subject's latest is ${latest.id}`
+    else if (got.some((g) => g.id !== latest.id)) problem = `the records carry ids ${got.map((g) => g.id).join()}, the subject's latest is ${latest.id}`
+    else if (got.some((g) => !isDeepStrictEqual({ message: g.message, index: g.index }, { message: undefined, index: undefined, ...index }))) problem = `message indexes ${JSON.stringify(got.map((g) => [g.message, g.index]))}`
+    else if (!isDeepStrictEqual(got.map((g) => g.value), decoded)) problem = `decoded ${JSON.stringify(got.map((g) => g.value))}`
+    else if (got.some((g) => !g.same)) problem = 'the reader re-encodes the values to other bytes'
+    cells[name] = problem ? `✗ ${problem}` : `✓ ${(r.ms / 1000).toFixed(1)} s`
+  }
+  return cells
+}
+
 // ---- the runtimes ---------------------------------------------------------------------------------
 
 interface RuntimeCase {
   label: string
   how: string
+  /** A page: no registry credentials, so the test registers its schemas. */
+  page?: boolean
   missing: () => string | undefined
   run: (cfg: RunConfig) => Promise<AppOutput>
 }
@@ -312,12 +369,14 @@ const RUNTIMES: RuntimeCase[] = [
   ...(['chromium', 'firefox'] as const).flatMap((b) => (['vite', 'esbuild'] as const).map((bundler) => ({
     label: `${b === 'chromium' ? 'Chromium' : 'Firefox ESR'} (${bundler === 'vite' ? 'Vite' : 'esbuild'})`,
     how: `relay, ${bundler === 'vite' ? 'Vite 7' : 'esbuild'} bundle`,
+    page: true,
     missing: () => hasBrowser(b === 'chromium' ? CHROMIUM : FIREFOX),
     run: (cfg: RunConfig) => runPage(b, bundler, cfg, `${b}-${bundler}`),
   }))),
   ...(['vite', 'esbuild'] as const).map((bundler) => ({
     label: `WebKitGTK (${bundler === 'vite' ? 'Vite' : 'esbuild'})`,
     how: `relay, ${bundler === 'vite' ? 'Vite 7' : 'esbuild'} bundle, WebKitWebDriver`,
+    page: true,
     missing: () => webkitMissing,
     run: (cfg: RunConfig) => runWebKitPage(bundler, cfg, `webkit-${bundler}`),
   })),
@@ -336,8 +395,10 @@ function table(): string {
 describe('conformance: the packed tarball in every runtime against Kafka 4.4', () => {
   beforeAll(async () => {
     const started = Date.now()
-    const [c] = await Promise.all([
+    if (!registryMissing) buildReader()
+    const [c, reg] = await Promise.all([
       ensureCluster(),
+      registryMissing ? undefined : startRegistry(REGISTRY_NAME),
       installNodeRuntimes(),
       (async () => {
         const [node, denoDir, bunDir, worker, page, relayDir] = await Promise.all([
@@ -351,9 +412,10 @@ describe('conformance: the packed tarball in every runtime against Kafka 4.4', (
       })(),
     ])
     cluster = c
+    registry = reg
     site = await startSite()
     relay = await startRelay(projects.relay!)
-    console.log(`conformance setup (pack, ${Object.keys(projects).length} fresh projects, bundles, relay) in ${((Date.now() - started) / 1000).toFixed(0)} s`)
+    console.log(`conformance setup (pack, ${Object.keys(projects).length} fresh projects, bundles, ${registry ? 'registry, ' : ''}relay) in ${((Date.now() - started) / 1000).toFixed(0)} s`)
   }, 600_000)
 
   afterEach(async () => {
@@ -365,6 +427,7 @@ describe('conformance: the packed tarball in every runtime against Kafka 4.4', (
     relay?.proc.kill('SIGTERM')
     await site?.close()
     for (const d of temp) rmSync(d, { recursive: true, force: true })
+    if (registry && !process.env.KAFKA_EDGE_KEEP_REGISTRY) await stopRegistry(REGISTRY_NAME)
     if (rows.length) {
       mkdirSync(path.join(ROOT, '.tmp'), { recursive: true })
       writeFileSync(path.join(ROOT, '.tmp', 'conformance.md'), `${table()}\n`)
@@ -382,18 +445,24 @@ describe('conformance: the packed tarball in every runtime against Kafka 4.4', (
       }
       const topic = uniqueTopic(`conformance-${rt.label.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`)
       await createTopic(cluster, topic, { partitions: 3 })
-      const cfg: RunConfig = { bootstrap: bs(cluster), topic, control: site.origin, txnId: `conformance-${topic}` }
+      const cfg: RunConfig = { bootstrap: bs(cluster), topic, control: site.origin, txnId: `conformance-${topic}`, ...(registry && { registry: registry.url }) }
+      // A page cannot register: its schemas are registered here, as CI or a service would.
+      if (registry && rt.page) {
+        await Promise.all([
+          registerSchema(avroSubject(topic), { schema: JSON.stringify(AVRO_SCHEMA) }),
+          registerSchema(protoSubject(topic), { schema: PROTO_SCHEMA, schemaType: 'PROTOBUF' }),
+        ])
+      }
       const started = Date.now()
       const out = await rt.run(cfg)
       const seconds = (Date.now() - started) / 1000
-      const [records, batches] = await Promise.all([
-        readTopic(cluster, topic, { expected: TOTAL, isolation: 'read_committed', timeoutMs: 30_000 }).catch(() => readTopic(cluster, topic, { isolation: 'read_committed' })),
-        dumpBatches(cluster, topic),
-      ])
-      const cells = verify(out, records, batches)
+      const read = readTopic(cluster, topic, { expected: TOTAL, isolation: 'read_committed', timeoutMs: 30_000 }).catch(() => readTopic(cluster, topic, { isolation: 'read_committed' }))
+      // The Go reader decodes while DumpLogSegments runs.
+      const [records, batches, schemaCells] = await Promise.all([read, dumpBatches(cluster, topic), read.then((r) => verifySchemas(out, topic, r))])
+      const cells = { ...verify(out, records, batches), ...schemaCells }
       rows.push({ runtime: rt.label, version: out.runtime.version, how: rt.how, cells, seconds })
       console.log(`${rt.label} ${out.runtime.version}: ${SCENARIOS.map((s) => `${s} ${cells[s]}`).join('; ')}`)
-      expect(Object.entries(cells).filter(([, v]) => !v.startsWith('✓'))).toEqual([])
+      expect(Object.entries(cells).filter(([, v]) => !v.startsWith('✓') && !(registryMissing && v.startsWith('skipped')))).toEqual([])
       expect(records.length).toBe(TOTAL)
     }, 420_000)
   }

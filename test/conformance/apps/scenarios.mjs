@@ -5,12 +5,16 @@
 //
 // Every record carries its scenario in the value (`scenario|i|...`) and in a header, so the test
 // (test/conformance/conformance.test.ts) checks what the Java consumer reads and what
-// DumpLogSegments shows against what each scenario reports here.
+// DumpLogSegments shows against what each scenario reports here. The two schema scenarios write
+// Avro and Protobuf with kafka-edge/schema-registry; their values are in the Confluent wire format and
+// an independent reader decodes them.
+import { avroSerializer, protobufSerializer, withSerializers } from 'kafka-edge/schema-registry'
+import { AVRO_SCHEMA, PROTO_MESSAGE, PROTO_SCHEMA, avroValues, protoSubject, protoValues } from './schemas.mjs'
 
 export const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd']
 export const COUNTS = { idempotent: 60, committed: 20, aborted: 10, perCodec: 20, restart: [10, 20, 10] }
 /** The topic has 3 partitions: keyed records spread over them, the other scenarios pin one each. */
-export const PARTITION = { transaction: 0, compression: 1, restart: 2 }
+export const PARTITION = { transaction: 0, compression: 1, restart: 2, schema: 1 }
 
 const range = (n) => Array.from({ length: n }, (_, i) => i)
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
@@ -26,12 +30,27 @@ const producerIdOf = (p) => {
   return id === null ? null : String(id)
 }
 
+/** The schema id of each framed value the serializer returns (bytes 1-4 after the magic byte), as the app saw it. */
+function noteIds(serializer, ids) {
+  const note = (b) => { ids.add(new DataView(b.buffer, b.byteOffset, b.byteLength).getInt32(1)); return b }
+  return {
+    configure: (...a) => serializer.configure(...a),
+    subject: (topic) => serializer.subject(topic),
+    serialize(topic, value) {
+      const r = serializer.serialize(topic, value)
+      return r instanceof Promise ? r.then(note) : note(r)
+    },
+  }
+}
+
 /**
  * createProducer: the package's; connection: what the runtime adds to every producer's settings
  * (bootstrap.servers and transport); control: base URL of the test's broker control
- * (POST /broker/kill, /broker/start); txnId: a transactional.id no other run uses.
+ * (POST /broker/kill, /broker/start); txnId: a transactional.id no other run uses; registry: the
+ * schema registry settings (a server's `schema.registry.url`, a page's relay lookups), or absent
+ * where the test has no registry (the schema scenarios then do not run).
  */
-export async function runScenarios({ createProducer, connection, topic, control, txnId, runtime }) {
+export async function runScenarios({ createProducer, connection, topic, control, txnId, runtime, registry }) {
   const results = []
   const scenario = async (name, fn) => {
     const started = Date.now()
@@ -115,6 +134,26 @@ export async function runScenarios({ createProducer, connection, topic, control,
       await p.close()
     }
   })
+
+  if (registry) {
+    // A page holds no registry credentials: it reads the latest version the test registered, through
+    // the relay. A server registers the schema it carries (auto.register.schemas, the default).
+    const page = registry['schema.registry.relay.url'] !== undefined
+    const schemaScenario = (name, serializer, values) => scenario(name, async () => {
+      const ids = new Set()
+      const p = withSerializers(createProducer({ ...base, 'linger.ms': 5 }), { ...registry, 'value.serializer': noteIds(serializer, ids) })
+      try {
+        const acks = await Promise.all(values.map((value) => p.send({ topic, partition: PARTITION.schema, value, headers: { scenario: name.replace(' ', '-') } })))
+        return { producerId: producerIdOf(p.producer), acked: acks.length, offsets: acks.map((a) => String(a.offset)), schemaIds: [...ids] }
+      } finally {
+        await p.close()
+      }
+    })
+    await schemaScenario('schema avro', avroSerializer(page ? undefined : AVRO_SCHEMA, page ? { 'use.latest.version': true } : {}), avroValues())
+    await schemaScenario('schema protobuf', protobufSerializer(page ? undefined : PROTO_SCHEMA, {
+      messageName: PROTO_MESSAGE, 'value.subject.name.strategy': protoSubject, ...(page ? { 'use.latest.version': true } : {}),
+    }), protoValues())
+  }
 
   return { runtime, results }
 }

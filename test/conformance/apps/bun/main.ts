@@ -17,6 +17,7 @@ import { runScenarios } from './scenarios.mjs'
 const cfg = JSON.parse(Bun.env.CONFORMANCE!)
 const out = await runScenarios({
   ...cfg, createProducer, connection: { 'bootstrap.servers': cfg.bootstrap, transport: tcp() },
+  registry: cfg.registry && { 'schema.registry.url': cfg.registry },
   runtime: { name: 'bun', version: Bun.version },
 })
 console.log(`CONFORMANCE ${JSON.stringify(out)}`)

@@ -18,6 +18,7 @@ import { runScenarios } from './scenarios.mjs'
 const cfg = JSON.parse(Deno.env.get('CONFORMANCE')!)
 const out = await runScenarios({
   ...cfg, createProducer, connection: { 'bootstrap.servers': cfg.bootstrap, transport: tcp() },
+  registry: cfg.registry && { 'schema.registry.url': cfg.registry },
   runtime: { name: 'deno', version: Deno.version.deno },
 })
 console.log(`CONFORMANCE ${JSON.stringify(out)}`)

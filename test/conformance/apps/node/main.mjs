@@ -17,6 +17,7 @@ import { runScenarios } from './scenarios.mjs'
 const cfg = JSON.parse(process.env.CONFORMANCE)
 const out = await runScenarios({
   ...cfg, createProducer, connection: { 'bootstrap.servers': cfg.bootstrap, transport: tcp() },
+  registry: cfg.registry && { 'schema.registry.url': cfg.registry },
   runtime: { name: 'node', version: process.versions.node },
 })
 console.log(`CONFORMANCE ${JSON.stringify(out)}`)

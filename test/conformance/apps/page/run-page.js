@@ -13,6 +13,8 @@ export async function runPage({ createProducer, websocket, wasm }) {
       createProducer,
       connection: { 'bootstrap.servers': 'relay:443', transport: websocket({ url: q.get('relay'), token: q.get('token') }), ...(wasm ? { wasm } : {}) },
       topic: q.get('topic'), txnId: q.get('txnId'), control: location.origin,
+      // No registry credentials here: lookups go through the relay, with the same token.
+      registry: q.get('registry') === '1' ? { 'schema.registry.relay.url': q.get('relay'), 'schema.registry.relay.token': q.get('token') } : undefined,
       runtime: { name: q.get('runtime'), version: browserVersion() },
     })
   } catch (e) {

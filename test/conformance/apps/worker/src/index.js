@@ -11,6 +11,7 @@ export default {
     const cfg = await request.json()
     const out = await runScenarios({
       ...cfg, createProducer, connection: { 'bootstrap.servers': cfg.bootstrap, transport: cloudflareSockets() },
+      registry: cfg.registry && { 'schema.registry.url': cfg.registry },
       runtime: { name: 'workerd', version: navigator.userAgent },
     })
     return Response.json(out)
