@@ -75,6 +75,12 @@ describe(`relay: upstream re-authentication in place (brokers at connections.max
     const settled = await Promise.allSettled(sends)
     phase.settleS = Math.round((Date.now() - t1) / 1000)
     const failed = settled.filter((s) => s.status === 'rejected')
+    // Said before the read, which throws when records are missing: were they refused, or lost after an ack?
+    if (failed.length > 0) {
+      const reasons = new Map<string, number>()
+      for (const f of failed) { const r = String((f as PromiseRejectedResult).reason).slice(0, 300); reasons.set(r, (reasons.get(r) ?? 0) + 1) }
+      console.log(JSON.stringify({ reauthFailedSends: failed.length, reasons: Object.fromEntries(reasons), closes: ws.counts.closed }))
+    }
     const closedWhileStreaming = [...ws.counts.closed]
     const opened = ws.counts.opened
     await producer.close()
