@@ -11,6 +11,9 @@ import { grantsFor, type Grants } from './policy.js'
 import type { Relay } from './server.js'
 import { compilePatterns } from './token.js'
 
+/** The relay's own answer for a path that is none of the lookup routes (never cached as an unknown subject). */
+const NOT_A_ROUTE = 40400
+
 const CONTENT_TYPE = 'application/vnd.schemaregistry.v1+json'
 /**
  * A record name as TopicRecordNameStrategy appends it: dotted identifiers (Avro, Protobuf). It holds
@@ -24,7 +27,7 @@ export function registryRoutes(relay: Relay, app: Hono): void {
   const base = `${relay.cfg.path}/registry`
   const lookups = relay.cfg.registry ? new RegistryLookups(relay, relay.cfg.registry, base) : null
   app.on(['GET', 'OPTIONS'], `${base}/*`, (c) => lookups?.serve(c)
-    ?? c.json({ error_code: 40400, message: 'this relay serves no schema registry lookups (its config has no registry section)' }, 404))
+    ?? c.json({ error_code: NOT_A_ROUTE, message: 'this relay serves no schema registry lookups (its config has no registry section)' }, 404))
 }
 
 interface Failure { status: number; code: number; message: string; reason: string | null; headers?: Record<string, string> }
@@ -134,7 +137,7 @@ class RegistryLookups {
 
   private async lookup(route: string, grants: Grants): Promise<Failure | { body: unknown }> {
     const out = await this.answer(route, grants)
-    if ('status' in out && out.status === 404 && out.code !== 40400) this.notFound.set(route, { at: Date.now(), failure: out })
+    if ('status' in out && out.status === 404 && out.code !== NOT_A_ROUTE) this.notFound.set(route, { at: Date.now(), failure: out })
     return out
   }
 
@@ -160,7 +163,7 @@ class RegistryLookups {
       } catch (e) { return this.failure(e, what, 40403) }
     }
     const version = /^\/subjects\/([^/]+)\/versions\/(latest|\d{1,10})$/.exec(route)
-    if (!version) return { status: 404, code: 40400, message: `not a route of the relay's registry lookups: it serves ${ROUTES}`, reason: null }
+    if (!version) return { status: 404, code: NOT_A_ROUTE, message: `not a route of the relay's registry lookups: it serves ${ROUTES}`, reason: null }
     let subject: string
     try { subject = decodeURIComponent(version[1]!) } catch { return { status: 400, code: 40001, message: 'the subject is not valid percent-encoding', reason: 'bad_http' } }
     const v = version[2] === 'latest' ? 'latest' : Number(version[2])

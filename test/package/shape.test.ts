@@ -135,6 +135,7 @@ describe('installed into a fresh project', () => {
     temp.push(worker)
     cpSync(path.join(ROOT, 'test', 'conformance', 'apps', 'worker'), worker, { recursive: true })
     cpSync(path.join(ROOT, 'test', 'conformance', 'apps', 'scenarios.mjs'), path.join(worker, 'src', 'scenarios.mjs'))
+    cpSync(path.join(ROOT, 'test', 'conformance', 'apps', 'schemas.mjs'), path.join(worker, 'src', 'schemas.mjs'))
     const out = path.join(worker, 'out')
     await run(process.execPath, [path.join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js'), 'deploy', '--dry-run', '--outdir', out], { cwd: worker, env: cleanEnv(WRANGLER_ENV) })
     const emitted = readdirSync(out)

@@ -126,8 +126,6 @@ const BARE_CODE = [
   /\b(?:info|errorInfo\([^)]*\))\.name\s*[!=]==/, // info.name === 'MESSAGE_TOO_LARGE'
   /\berrorName\s*[!=]==\s*'/, // errorName === 'UNKNOWN_PRODUCER_ID'
 ]
-// src/bridge/server.ts is being split by concern on another branch: its two `msg.errorCode` checks
-// against 0 are named when that lands, and this entry goes.
 
 describe('src/ names broker error codes through the one table', () => {
   it('the scan catches each shape a bare code took', () => {
