@@ -201,7 +201,8 @@ describe('transactions through the relay across a broker kill -9 and restart', (
     // Within max.block.ms of the call the broker served again: both must have their producer id.
     const errorOf = (x: { error?: string }) => x.error
     if (restartedS < 50) {
-      expect({ relayed: r.ok, direct: d.ok, relayedError: errorOf(r), directError: errorOf(d) }).toEqual({ relayed: true, direct: true, relayedError: undefined, directError: undefined })
+      expect({ relayed: r.ok, direct: d.ok, relayedError: errorOf(r), directError: errorOf(d) })
+        .toEqual({ relayed: true, direct: true, relayedError: undefined, directError: undefined })
     }
     else expect(r.afterS).toBeGreaterThanOrEqual(59)
     // And the relayed one transacts.
