@@ -14,7 +14,9 @@ import type { Bridge } from '../../src/bridge/index.js'
 import { createProducer, websocket, type Producer } from '../../src/edge/index.js'
 import { tcp } from '../../src/edge/node.js'
 import { createTopic, ensureCluster, killNode, readTopic, restartNode, uniqueTopic, type Cluster } from '../helpers/kafka.js'
-import { startRelay, token } from './helpers.js'
+import { FaultProxy } from '../helpers/fault-proxy.js'
+import { AUDIENCE, SECRET, startRelay, token } from './helpers.js'
+import { spawnRelay, type RelayProcess } from './relay-process.js'
 
 const CLUSTER = 'txn-broker-kill'
 const PER_TXN = 13
@@ -44,13 +46,24 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 describe('transactions through the relay across a broker kill -9 and restart', () => {
   let cluster: Cluster
   let bridge: Bridge
+  // The soak's topology besides: the relay as its own process (the CLI), dialling the broker's
+  // PLAINTEXT listener through the fault proxy, which accepts while the broker is down and then closes.
+  let proxy: FaultProxy
+  let relayProcess: RelayProcess
   beforeAll(async () => {
     cluster = await ensureCluster({ name: CLUSTER, sasl: true })
     bridge = await startRelay(cluster)
+    proxy = await FaultProxy.start(cluster.nodes.map((n) => ({ host: n.host, port: n.port })), { advertiseProxy: true })
+    relayProcess = await spawnRelay({ brokers: [proxy.proxyBootstrap], auth: { secret: SECRET, audience: AUDIENCE }, path: '/kafka', log: { level: 'info' } })
   })
-  afterAll(async () => { await bridge?.close() })
+  afterAll(async () => {
+    await bridge?.close()
+    await relayProcess?.stop()
+    await proxy?.close()
+  })
 
-  it('every begin/send/commit/abort/close settles, transactions resume, each committed record is read once', async () => {
+  for (const topology of ['in-process relay, SASL to the broker', 'relay process through a fault proxy, as in the soak'] as const) it(`${topology}: every begin/send/commit/abort/close settles, transactions resume, each committed record is read once`, async () => {
+    const url = topology.startsWith('in-process') ? bridge.url : relayProcess.url
     const topic = uniqueTopic('txn-kill')
     await createTopic(cluster, topic, { partitions: 3 })
     const t0 = Date.now()
@@ -59,7 +72,7 @@ describe('transactions through the relay across a broker kill -9 and restart', (
     const coordinatorRequests: Record<string, number> = {}
     const note = (l: string) => { trace.push(`${at()}s ${l}`); if (trace.length > 400) trace.shift() }
     const make = (): Producer => createProducer({
-      'bootstrap.servers': 'relay:443', transport: websocket({ url: bridge.url, token: token(), WebSocket: WebSocket as never }),
+      'bootstrap.servers': 'relay:443', transport: websocket({ url, token: token(), WebSocket: WebSocket as never }),
       'transactional.id': `txn-kill-${topic}`, acks: 'all', 'linger.ms': 20, 'request.timeout.ms': 10_000, 'retry.backoff.max.ms': 1000,
       'max.block.ms': MAX_BLOCK_MS, debug: 'all',
       observer: { onCoordinatorRequest: (r) => { coordinatorRequests[r.api] = (coordinatorRequests[r.api] ?? 0) + 1; note(`coordinator request ${r.api} node ${r.node}`) } },
@@ -154,7 +167,9 @@ describe('transactions through the relay across a broker kill -9 and restart', (
     stop = true
     const loopError = await within(done, 2 * CALL_BOUND_MS, 'the transaction loop')
     await within(p.close(), CALL_BOUND_MS, 'the last close()')
-    const rejects = Object.fromEntries(['init_producer_id_rate', 'rate', 'in_flight'].map((r) => [r, bridge.metrics.get('kafka_edge_bridge_rejects_total', { reason: r }) ?? 0]))
+    const rejects = url === bridge.url
+      ? Object.fromEntries(['init_producer_id_rate', 'rate', 'in_flight'].map((r) => [r, bridge.metrics.get('kafka_edge_bridge_rejects_total', { reason: r }) ?? 0]))
+      : relayProcess.output.filter((l) => l.includes('connection_refused') || l.includes('upstream_failed')).slice(-20)
     writeFileSync(TRACE, trace.join('\n'))
     const summary = {
       trace: TRACE, coordinatorRequests, rejects, sent, committed: committed.length, uncertain: uncertain.length, commitsAfterRestart,
@@ -188,7 +203,7 @@ describe('transactions through the relay across a broker kill -9 and restart', (
     const direct = createProducer({ 'bootstrap.servers': `${node.host}:${node.port}`, transport: tcp(), ...settings, 'transactional.id': `${settings['transactional.id']}-direct` })
     await killNode(cluster, node.id)
     const t0 = Date.now()
-    const outcome = (p: Producer) => within(p.initTransactions(), CALL_BOUND_MS, 'initTransactions').then(
+    const outcome = (p: Producer): Promise<{ ok: boolean; afterS: number; error?: string }> => within(p.initTransactions(), CALL_BOUND_MS, 'initTransactions').then(
       () => ({ ok: true, afterS: Math.round((Date.now() - t0) / 1000) }),
       (e: Error) => ({ ok: false, afterS: Math.round((Date.now() - t0) / 1000), error: `${e.name}: ${e.message}` }),
     )
@@ -199,9 +214,8 @@ describe('transactions through the relay across a broker kill -9 and restart', (
     const [r, d] = await results
     console.log(JSON.stringify({ restartedS, relayed: r, direct: d }))
     // Within max.block.ms of the call the broker served again: both must have their producer id.
-    const errorOf = (x: { error?: string }) => x.error
     if (restartedS < 50) {
-      expect({ relayed: r.ok, direct: d.ok, relayedError: errorOf(r), directError: errorOf(d) })
+      expect({ relayed: r.ok, direct: d.ok, relayedError: r.error, directError: d.error })
         .toEqual({ relayed: true, direct: true, relayedError: undefined, directError: undefined })
     }
     else expect(r.afterS).toBeGreaterThanOrEqual(59)
