@@ -455,7 +455,13 @@ export class TransactionCoordinatorClient {
     const h = this.nextRequest()
     if (!h) return
     this.inFlight = h
-    this.send(h).finally(() => {
+    // A handler that throws (a bug) must not leave its operation unsettled for every later call to
+    // resume: the call fails with what was thrown, and the producer with it (its state is unknown).
+    this.send(h).catch((e: unknown) => {
+      const err = e instanceof Error ? e : new KafkaEdgeError(String(e))
+      h.result.fail(err)
+      this.transitionToFatalError(err)
+    }).finally(() => {
       this.inFlight = null
       this.schedule(0)
     })
