@@ -682,7 +682,7 @@ export class Producer {
     try { await this.connect() } catch (e) {
       if (!this.core || !(e instanceof KafkaEdgeError && e.retriable)) throw e
     }
-    await t.initTransactions(Math.max(0, this.config.maxBlockMs - (clock.now() - started)))
+    await t.initTransactions(this.config.maxBlockMs - (clock.now() - started))
   }
 
   beginTransaction(): void { this.txnClient().beginTransaction() }

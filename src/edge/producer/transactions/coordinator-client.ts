@@ -457,10 +457,9 @@ export class TransactionCoordinatorClient {
     this.inFlight = h
     // A handler that throws (a bug) must not leave its operation unsettled for every later call to
     // resume: the call fails with what was thrown, and the producer with it (its state is unknown).
-    this.send(h).catch((e: unknown) => {
-      const err = e instanceof Error ? e : new KafkaEdgeError(String(e))
-      h.result.fail(err)
-      this.transitionToFatalError(err)
+    this.send(h).catch((e: Error) => {
+      h.result.fail(e)
+      this.transitionToFatalError(e)
     }).finally(() => {
       this.inFlight = null
       this.schedule(0)
