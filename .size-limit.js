@@ -38,7 +38,8 @@ export default [
     // per-topic one-entry caches of the send path (issue 26: fewer instructions per record). 43.61 kB
     // once a retry backing off is sent when its backoff ends (sim seed 1246175: split pieces queued in
     // sequence order, ready() judging the head drain() takes, drain() reporting the backoff it passed
-    // over; +0.07 kB, shorter forms came out no smaller under gzip).
+    // over; +0.07 kB, shorter forms came out no smaller under gzip), then initTransactions() waiting
+    // max.block.ms for unreachable brokers and a throwing coordinator handler failing its call.
     limit: '43.7 kB',
   },
   {

@@ -422,4 +422,31 @@ describe('transactional regressions', () => {
     // unresolved (transactions-state.test.ts has its scenario).
     for (const seed of [122172, 148770, 159410, 160786]) expect((await runTxnSeed(seed)).violations).toEqual([])
   })
+
+  // The soak's relayed producers (test/bridge/txn-broker-kill.test.ts has the real-broker form): a
+  // producer created while the only broker is down rejected initTransactions() at once with the
+  // NetworkException of its first metadata fetch. Java's blocks up to max.block.ms, retrying.
+  it('initTransactions() called while the only broker is down waits for it (up to max.block.ms) and resolves once it is back; past max.block.ms it times out and a second call resumes', async () => {
+    const w = world({ producer: { 'max.block.ms': 20_000 } })
+    w.cluster.killBroker(0)
+    const inc = w.newProducer()
+    const p = w.producers[inc]!
+    const t0 = w.clock.now()
+    const first = await w.settle(p.initTransactions(), 30_000)
+    expect(first?.ok).toBe(false)
+    expect(first && !first.ok && first.error.name).toBe('TimeoutException')
+    // Not before max.block.ms (it was 0 ms: the connect failure), and not much after.
+    expect(w.clock.now() - t0).toBeGreaterThanOrEqual(20_000)
+    expect(w.clock.now() - t0).toBeLessThan(22_000)
+    const t1 = w.clock.now()
+    void w.sleep(10_000).then(() => w.cluster.reviveBroker(0))
+    expect(await w.settle(p.initTransactions(), 30_000)).toMatchObject({ ok: true })
+    expect(w.clock.now() - t1).toBeGreaterThanOrEqual(10_000)
+    expect(w.clock.now() - t1).toBeLessThan(12_000)
+    expect(p.state.producerId).not.toBeNull()
+    const t = await txn(w, inc, plan('commit', to('t', 0)))
+    expect(t.result).toBe('committed')
+    await finish(w)
+    expect(readCommitted(w, 't', 0)).toEqual([0])
+  })
 })

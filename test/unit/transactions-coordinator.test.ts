@@ -3,6 +3,7 @@ import { IllegalStateException, TimeoutException, TransactionAbortableException 
 import { apiError } from '../../src/edge/protocol/index.js'
 import { topicPartition } from '../../src/edge/producer/producer-batch.js'
 import { ADD_PARTITIONS_RETRY_BACKOFF_MS } from '../../src/edge/producer/transactions/state.js'
+import { InitProducerIdHandler } from '../../src/edge/producer/transactions/handlers.js'
 import { setup } from '../helpers/txn-fake-coordinator.js'
 
 const tp = (p: number, t = 'out') => topicPartition(t, p)
@@ -342,5 +343,20 @@ describe('max.block.ms: calling again resumes the pending operation', () => {
     await ok(tm.initTransactions())
     expect(fake.requests('InitProducerId')).toHaveLength(1)
     expect(tm.state).toBe('READY')
+  })
+})
+
+describe('no call is left pending', () => {
+  it('a handler that throws on its response fails its call with what it threw, and the producer (it was lost: every later call resumed an operation that never settled)', async () => {
+    const { tm, fails } = setup({ tv: 2 })
+    const handle = InitProducerIdHandler.prototype.handleResponse
+    InitProducerIdHandler.prototype.handleResponse = () => { throw new Error('a handler bug') }
+    try {
+      expect((await fails(tm.initTransactions())).message).toBe('a handler bug')
+      expect(tm.state).toBe('FATAL_ERROR')
+      expect((await fails(tm.initTransactions())).name).toBe('FatalTransactionException')
+    } finally {
+      InitProducerIdHandler.prototype.handleResponse = handle
+    }
   })
 })

@@ -672,8 +672,17 @@ export class Producer {
   /** Registers the transactional.id with its coordinator (fencing older producers with it). Call once, first. */
   async initTransactions(): Promise<void> {
     const t = this.txnClient()
-    await this.connect()
-    await t.initTransactions()
+    const clock = this.config.clock
+    const started = clock.now()
+    // Java's initTransactions blocks up to max.block.ms whatever the brokers do. The first metadata
+    // fetch tries each bootstrap server once, so with every broker down (a restart) it failed at once
+    // and the call with it; the coordinator client's FindCoordinator retries an unreachable bootstrap
+    // until max.block.ms, so a retriable failure here is left to it. (The soak's relayed producers
+    // that replaced a failed one while the broker was down stopped for good on that NetworkException.)
+    try { await this.connect() } catch (e) {
+      if (!this.core || !(e instanceof KafkaEdgeError && e.retriable)) throw e
+    }
+    await t.initTransactions(this.config.maxBlockMs - (clock.now() - started))
   }
 
   beginTransaction(): void { this.txnClient().beginTransaction() }

@@ -88,10 +88,10 @@ export class TransactionCoordinatorClient {
 
   // ---- the application's calls -----------------------------------------------------------------
 
-  /** Gets a producer id and epoch for the transactional.id, fencing older producers with it. */
-  async initTransactions(): Promise<void> {
+  /** Gets a producer id and epoch for the transactional.id, fencing older producers with it; `blockMs`: what is left of max.block.ms. */
+  async initTransactions(blockMs = this.maxBlockMs): Promise<void> {
     const r = this.initializeTransactions()
-    await this.await(r)
+    await this.await(r, true, blockMs)
   }
 
   beginTransaction(): void {
@@ -363,14 +363,14 @@ export class TransactionCoordinatorClient {
   }
 
   /** Waits up to max.block.ms; a timeout leaves the operation pending so the same call resumes it. */
-  private async await(result: TxnResult, cached = true): Promise<void> {
+  private async await(result: TxnResult, cached = true, blockMs = this.maxBlockMs): Promise<void> {
     this.schedule(0)
     this.host.wakeupSender()
     if (!result.completed) {
       let timer: unknown = null
       const timedOut = await Promise.race([
         result.promise.then(() => false),
-        new Promise<boolean>((resolve) => { timer = this.clock.setTimeout(() => resolve(true), this.maxBlockMs) }),
+        new Promise<boolean>((resolve) => { timer = this.clock.setTimeout(() => resolve(true), blockMs) }),
       ])
       this.clock.clearTimeout(timer)
       if (timedOut) {
@@ -455,7 +455,12 @@ export class TransactionCoordinatorClient {
     const h = this.nextRequest()
     if (!h) return
     this.inFlight = h
-    this.send(h).finally(() => {
+    // A handler that throws (a bug) must not leave its operation unsettled for every later call to
+    // resume: the call fails with what was thrown, and the producer with it (its state is unknown).
+    this.send(h).catch((e: Error) => {
+      h.result.fail(e)
+      this.transitionToFatalError(e)
+    }).finally(() => {
       this.inFlight = null
       this.schedule(0)
     })
