@@ -53,7 +53,13 @@ export interface Bridge {
 function answerAndClose(socket: Duplex, status: number, text: string, headers = ''): void {
   if (socket.destroyed) return
   if (!socket.writable) { socket.destroy(); return }
-  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n${headers}\r\n`, () => socket.destroy())
+  // A lingering close: what the client still sends is read and dropped until it closes too (or 1 s
+  // passes). Closing with its bytes unread makes the kernel reset the connection, and a reset can
+  // discard the answer before the client has read it.
+  socket.on('data', () => {})
+  socket.resume()
+  socket.once('end', () => socket.destroy())
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n${headers}\r\n`)
   setTimeout(() => socket.destroy(), 1000).unref()
 }
 
