@@ -17,7 +17,7 @@ import path from 'node:path'
 import { jsonToProto } from '../src/edge/otlp/transcode.js'
 import { bs, createTopic, ensureCluster, uniqueTopic } from '../test/helpers/kafka.js'
 import { collectorBinary, startCollector, type Collector } from '../test/e2e/otelcol.js'
-import { scheduleFaults } from '../test/e2e/worker-load.js'
+import { drainBacklog, scheduleFaults } from '../test/e2e/worker-load.js'
 import { freePort, startWrangler, type WranglerDev } from '../test/e2e/wrangler.js'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
 
@@ -126,14 +126,7 @@ export default async function run(args: string[]): Promise<void> {
     await Promise.all([...Array.from({ length: clients }, (_, c) => client(c)), faultRun.done])
     const postSeconds = (Date.now() - t0) / 1000
     console.log(`[otlp-faults] ${accepted.size} spans accepted in ${postSeconds.toFixed(1)} s; waiting for the backlog to drain`)
-    const drainStart = Date.now()
-    for (;;) {
-      const h = await (await fetch(`${url}/healthz`)).json() as { shards: Array<{ backlog: number }> }
-      if (h.shards.every((s) => s.backlog === 0)) break
-      if (Date.now() - drainStart > 600_000) throw new Error(`backlog not drained after 10 minutes: ${JSON.stringify(h)}`)
-      await sleep(500)
-    }
-    const drainSeconds = (Date.now() - drainStart) / 1000
+    const drainSeconds = await drainBacklog(url)
     await faultRun.brokerBack()
 
     collector = await startCollector(built.bin, { brokers: bs(cluster), topics })

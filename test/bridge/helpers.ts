@@ -20,13 +20,21 @@ export function relayCluster(): Promise<Cluster> {
 
 export interface RelayOverrides { [k: string]: unknown }
 
+/** The relay settings every suite shares: the cluster's SASL listener as user relay, tokens signed with SECRET. */
+export function relayBase(cluster: Cluster) {
+  return {
+    brokers: [cluster.saslBootstrap!],
+    sasl: { mechanism: 'SCRAM-SHA-512', username: 'relay', password: 'relay-secret' },
+    auth: { secret: SECRET, audience: AUDIENCE },
+  }
+}
+
 export async function startRelay(cluster: Cluster, overrides: RelayOverrides = {}, opts: BridgeOptions & { logs?: string[] } = {}): Promise<Bridge> {
   const logs = opts.logs
   const cfg = resolveConfig({
     listen: '127.0.0.1:0',
-    brokers: [cluster.saslBootstrap!],
-    sasl: { mechanism: 'SCRAM-SHA-512', username: 'relay', password: 'relay-secret' },
-    auth: { secret: SECRET, audience: AUDIENCE, clockSkewSec: 0 },
+    ...relayBase(cluster),
+    auth: { ...relayBase(cluster).auth, clockSkewSec: 0 },
     origins: ['https://app.example'],
     log: { level: logs ? 'debug' : 'silent' },
     ...overrides,

@@ -16,7 +16,7 @@ import {
   ApiVersions, FindCoordinator, InitProducerId, Metadata, Produce, encodeRequest, type ApiSchema, type Message,
 } from '../../src/edge/protocol/index.js'
 import type { Cluster } from '../helpers/kafka.js'
-import { AUDIENCE, SECRET, relayCluster, token } from './helpers.js'
+import { relayBase, relayCluster, token } from './helpers.js'
 import { spawnRelay, type RelayProcess } from './relay-process.js'
 
 const SECONDS = Number(process.env.KAFKA_EDGE_FUZZ_SECONDS ?? 45)
@@ -266,9 +266,7 @@ describe(`relay fuzzer (${SECONDS} s)`, () => {
   beforeAll(async () => {
     cluster = await relayCluster()
     relay = await spawnRelay({
-      brokers: [cluster.saslBootstrap!],
-      sasl: { mechanism: 'SCRAM-SHA-512', username: 'relay', password: 'relay-secret' },
-      auth: { secret: SECRET, audience: AUDIENCE },
+      ...relayBase(cluster),
       path: '/kafka',
       origins: [ORIGIN],
       log: { level: 'warn' },

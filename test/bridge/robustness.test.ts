@@ -7,7 +7,7 @@ import type { Bridge } from '../../src/bridge/index.js'
 import { CloseCode } from '../../src/bridge/codes.js'
 import { ApiVersions, InitProducerId } from '../../src/edge/protocol/index.js'
 import type { Cluster } from '../helpers/kafka.js'
-import { AUDIENCE, SECRET, rawClient, relayCluster, startRelay, token } from './helpers.js'
+import { rawClient, relayBase, relayCluster, startRelay, token } from './helpers.js'
 import { spawnRelay, type RelayProcess } from './relay-process.js'
 
 /** Sends raw bytes on a fresh TCP connection; resolves with what came back once the relay closed it. */
@@ -36,9 +36,7 @@ describe('relay: one request never ends the process', () => {
   beforeAll(async () => {
     cluster = await relayCluster()
     relay = await spawnRelay({
-      brokers: [cluster.saslBootstrap!],
-      sasl: { mechanism: 'SCRAM-SHA-512', username: 'relay', password: 'relay-secret' },
-      auth: { secret: SECRET, audience: AUDIENCE },
+      ...relayBase(cluster),
       path: '/kafka',
       limits: { upgradeTimeoutMs: 1500 },
     })

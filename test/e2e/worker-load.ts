@@ -120,14 +120,7 @@ export async function runWorkerLoad(cluster: Cluster, o: LoadOptions): Promise<L
     await Promise.all([...Array.from({ length: o.clients }, (_, c) => client(c)), faultRun.done])
     const postSeconds = (Date.now() - t0) / 1000
     log(`${accepted.size} events accepted in ${postSeconds.toFixed(1)} s; waiting for the backlog to drain`)
-    const drainStart = Date.now()
-    for (;;) {
-      const h = await (await fetch(`${url}/healthz`)).json() as { shards: Array<{ backlog: number }> }
-      if (h.shards.every((s) => s.backlog === 0)) break
-      if (Date.now() - drainStart > 600_000) throw new Error(`backlog not drained after 10 minutes: ${JSON.stringify(h)}`)
-      await sleep(500)
-    }
-    const drainSeconds = (Date.now() - drainStart) / 1000
+    const drainSeconds = await drainBacklog(url)
     // The cluster is whole again before it is read (and before a caller stops it).
     await faultRun.brokerBack()
     const health = await (await fetch(`${url}/healthz`)).json() as { shards: Array<{ resumed: LoadResult['resumed'][number] }> }
@@ -202,4 +195,15 @@ export function scheduleFaults(cluster: Cluster, topic: string, plan: FaultPlan,
     }
   })()
   return { faults, done, brokerBack: () => back }
+}
+
+/** Waits until every shard's backlog is empty (10 minutes at most); the seconds it took. */
+export async function drainBacklog(url: string): Promise<number> {
+  const start = Date.now()
+  for (;;) {
+    const h = await (await fetch(`${url}/healthz`)).json() as { shards: Array<{ backlog: number }> }
+    if (h.shards.every((s) => s.backlog === 0)) return (Date.now() - start) / 1000
+    if (Date.now() - start > 600_000) throw new Error(`backlog not drained after 10 minutes: ${JSON.stringify(h)}`)
+    await sleep(500)
+  }
 }
