@@ -161,16 +161,16 @@ describe.skipIf(unavailable !== null)(`kafka-edge's bytes against Apicurio's Jav
 
     const avroText = JSON.stringify(avroSchema)
     const requests: JavaSerdeRequest[] = []
-    const add = (k: keyof typeof topics, rs: JavaSerdeRequest[]) => { requests.push(...rs); return requests.length - rs.length }
+    const add = (rs: JavaSerdeRequest[]) => { requests.push(...rs); return requests.length - rs.length }
     const ser = {
-      avro: add('avro', avroRecords.map(([, value]) => ({ op: 'serialize', format: 'avro', topic: topics.avro, schema: avroText, value }))),
-      proto: add('proto', protoRecords.map(([message, , value]) => ({ op: 'serialize', format: 'protobuf', topic: topics.proto, schema: proto, message, value }))),
-      json: add('json', jsonRecords.map((value) => ({ op: 'serialize', format: 'json', topic: topics.json, value }))),
+      avro: add(avroRecords.map(([, value]) => ({ op: 'serialize', format: 'avro', topic: topics.avro, schema: avroText, value }))),
+      proto: add(protoRecords.map(([message, , value]) => ({ op: 'serialize', format: 'protobuf', topic: topics.proto, schema: proto, message, value }))),
+      json: add(jsonRecords.map((value) => ({ op: 'serialize', format: 'json', topic: topics.json, value }))),
     }
     const de = {
-      avro: add('avro', edge.avro.map((h) => ({ op: 'deserialize', format: 'avro', topic: topics.avro, hex: h }))),
-      proto: add('proto', edge.proto.map((h, i) => ({ op: 'deserialize', format: 'protobuf', topic: topics.proto, schema: proto, message: protoRecords[i]![0], hex: h }))),
-      json: add('json', edge.json.map((h) => ({ op: 'deserialize', format: 'json', topic: topics.json, hex: h }))),
+      avro: add(edge.avro.map((h) => ({ op: 'deserialize', format: 'avro', topic: topics.avro, hex: h }))),
+      proto: add(edge.proto.map((h, i) => ({ op: 'deserialize', format: 'protobuf', topic: topics.proto, schema: proto, message: protoRecords[i]![0], hex: h }))),
+      json: add(edge.json.map((h) => ({ op: 'deserialize', format: 'json', topic: topics.json, hex: h }))),
     }
     at = { avro: { ser: ser.avro, de: de.avro }, proto: { ser: ser.proto, de: de.proto }, json: { ser: ser.json, de: de.json } }
     java = await javaSerde(reg.base, requests)
