@@ -3,7 +3,9 @@
 //
 //   {"op":"serialize","format":"avro|protobuf|json","topic":T,"schema":S,"message":M,"value":V} -> {"hex":H}
 //   {"op":"deserialize","format":...,"topic":T,"schema":S,"message":M,"hex":H}                  -> {"value":V}
+//                                       (Avro also "logical": Avro's conversions of the logical-type fields)
 //   anything that fails                                                                          -> {"error":E}
+//                                                   (SERDE_TRACE=1 also prints its stack trace to stderr)
 //
 // Avro values are in Avro's JSON encoding, Protobuf values in protobuf's JSON mapping, JSON Schema values
 // as they are. The serializers find the schema as the latest version of the subject <topic>-value that
