@@ -6,3 +6,7 @@ export function fetchApp(): void
 export function java21(): string | null
 export function up(opts?: { name?: string; port?: number }): Promise<RegistryJson>
 export function down(opts: { name: string }): Promise<void>
+export const SERDE: string
+export function serdeReady(): boolean
+export function serdeClasspath(): string
+export function buildSerde(): void

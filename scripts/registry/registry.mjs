@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Apicurio Registry for the schema registry tests: fetch it from Maven Central, start and stop it.
 //
-//   node scripts/registry/registry.mjs fetch                  (mvn into ~/.m2, unpacked into .kafka/apicurio)
+//   node scripts/registry/registry.mjs fetch                  (mvn into ~/.m2, unpacked into .kafka/apicurio;
+//                                                              test/registry-java built into .kafka/registry-java)
 //   node scripts/registry/registry.mjs up [--name NAME] [--port P] [--json]
 //   node scripts/registry/registry.mjs down --name NAME
 //   node scripts/registry/registry.mjs java                   (the Java 21+ it runs on, or exit 1)
@@ -23,6 +24,9 @@ const HOME = process.env.KAFKA_EDGE_HOME ? path.resolve(process.env.KAFKA_EDGE_H
 const POM = path.join(SCRIPT_DIR, 'pom.xml')
 export const APP = path.join(HOME, 'apicurio')
 const RUNS = path.join(HOME, 'registries')
+const SERDE_SRC = path.join(ROOT, 'test', 'registry-java')
+// Apicurio's Java serdes, the reference the kafka-edge serializers' bytes are compared with.
+export const SERDE = path.join(HOME, 'registry-java')
 const HOST = '127.0.0.1'
 
 const fail = (msg) => { throw new Error(msg) }
@@ -49,6 +53,40 @@ export function fetchApp() {
   fs.rmSync(APP, { recursive: true, force: true })
   fs.renameSync(tmp, APP)
   console.error(`[registry] unpacked ${archive} into ${APP}`)
+}
+
+function serdeHash() {
+  const h = createHash('sha256')
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const f = path.join(dir, e.name)
+      if (e.isDirectory()) walk(f)
+      else h.update(path.relative(SERDE_SRC, f)).update(fs.readFileSync(f))
+    }
+  }
+  walk(SERDE_SRC)
+  return h.digest('hex')
+}
+
+export function serdeReady() {
+  try { return JSON.parse(fs.readFileSync(path.join(SERDE, '.stamp'), 'utf8')).src === serdeHash() } catch { return false }
+}
+
+/** The Java classpath of the serde program (test/registry-java), built by buildSerde(). */
+export const serdeClasspath = () => [path.join(SERDE, 'target', 'classes'), path.join(SERDE, 'lib', '*')].join(path.delimiter)
+
+/** Builds test/registry-java with Maven (its jars from Maven Central, cached in ~/.m2) into .kafka/registry-java. */
+export function buildSerde() {
+  if (serdeReady()) { console.error(`[registry] Java serdes up to date (${SERDE})`); return }
+  const tmp = `${SERDE}.tmp-${process.pid}`
+  fs.rmSync(tmp, { recursive: true, force: true })
+  console.error('[registry] building the Java serde program with Maven ...')
+  const r = spawnSync('mvn', ['-q', '-B', '-f', path.join(SERDE_SRC, 'pom.xml'), 'compile', `-Dout=${tmp}`], { encoding: 'utf8' })
+  if (r.status !== 0) { fs.rmSync(tmp, { recursive: true, force: true }); fail(`mvn failed (${r.status}):\n${r.stdout}\n${r.stderr}`) }
+  fs.writeFileSync(path.join(tmp, '.stamp'), JSON.stringify({ src: serdeHash(), when: new Date().toISOString() }) + '\n')
+  fs.rmSync(SERDE, { recursive: true, force: true })
+  fs.renameSync(tmp, SERDE)
+  console.error(`[registry] built ${SERDE}`)
 }
 
 function javaVersion(bin) {
@@ -131,7 +169,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const [cmd, ...rest] = process.argv.slice(2)
   const opt = (k) => { const i = rest.indexOf(`--${k}`); return i >= 0 ? rest[i + 1] : undefined }
   try {
-    if (cmd === 'fetch') fetchApp()
+    if (cmd === 'fetch') { fetchApp(); buildSerde() }
     else if (cmd === 'up') { const s = await up({ name: opt('name'), port: opt('port') }); console.log(rest.includes('--json') ? JSON.stringify(s) : `${s.name}: ${s.url}`) }
     else if (cmd === 'down') await down({ name: opt('name') })
     else if (cmd === 'java') { const j = java21(); if (!j) process.exit(1); console.log(j) }

@@ -1,6 +1,7 @@
 // Schema registry test helpers: Apicurio Registry from scripts/registry/registry.mjs, the
-// independent reader in test/registry-reader (Go: franz-go's sr, hamba/avro, protobuf-go), and a
-// 127.0.0.1 proxy in front of the registry that can ask for credentials or answer slowly.
+// independent reader in test/registry-reader (Go: franz-go's sr, hamba/avro, protobuf-go), Apicurio's
+// Java serdes (test/registry-java), and a 127.0.0.1 proxy in front of the registry that can ask for
+// credentials or answer slowly.
 import { execFile, execFileSync, spawnSync } from 'node:child_process'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -18,6 +19,41 @@ export function registryUnavailable(): string | null {
   if (!registry.java21()) return 'no Java 21+ (Apicurio Registry 3 needs it; set JAVA21_HOME)'
   if (spawnSync('go', ['version']).status !== 0) return 'no Go toolchain (the independent reader is Go)'
   return null
+}
+
+/** What is missing to run Apicurio's Java serdes here, or null. */
+export function javaSerdeUnavailable(): string | null {
+  if (!registry.java21()) return 'no Java 21+ (Apicurio Registry 3 needs it; set JAVA21_HOME)'
+  if (!registry.serdeReady()) return 'the Java serde program is not built or out of date (npm run registry:fetch)'
+  return null
+}
+
+export interface JavaSerdeRequest {
+  op: 'serialize' | 'deserialize'
+  format: 'avro' | 'protobuf' | 'json'
+  topic: string
+  schema?: string
+  /** Protobuf: the message's full name. */
+  message?: string
+  /** serialize: Avro's JSON encoding, protobuf's JSON mapping, or the JSON Schema value. */
+  value?: unknown
+  /** deserialize: the Confluent-framed bytes. */
+  hex?: string
+}
+
+/** hex: what the serializer wrote; value (and for Avro, logical: Java's conversions of the logical types): what the deserializer read. */
+export interface JavaSerdeAnswer { hex?: string; value?: unknown; logical?: Record<string, string>; error?: string }
+
+/** Answers the requests in one run of test/registry-java (a JVM start costs seconds) against the registry at `base`. */
+export function javaSerde(base: string, requests: JavaSerdeRequest[]): Promise<JavaSerdeAnswer[]> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(registry.java21()!, ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-cp', registry.serdeClasspath(), 'RegistrySerde', base],
+      { maxBuffer: 64 << 20, timeout: 120_000 }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`RegistrySerde failed: ${err.message}\n${stderr.slice(-3000)}`))
+        else resolve(stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as JavaSerdeAnswer))
+      })
+    child.stdin!.end(requests.map((r) => JSON.stringify(r)).join('\n') + '\n')
+  })
 }
 
 export async function startRegistry(name: string): Promise<Registry> {
