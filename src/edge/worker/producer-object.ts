@@ -1,5 +1,5 @@
 import coreModule from '../../../build/core.wasm'
-import { KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER } from '../errors.js'
+import { CheckpointException, KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER } from '../errors.js'
 import '../producer/install.js'
 import { batchIdentity, type CheckpointStore, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
 import type { ProducerSettings } from '../producer/config.js'
@@ -9,7 +9,7 @@ import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
 import type { DurableObjectState, Env, SqlStorage } from './env.js'
 import { toRecords, type OtlpRecord, type Signal } from '../otlp/records.js'
 import { otlpSettings } from './otlp.js'
-import { checkpointFromJson, checkpointToJson, countingOpens, relayTransport, securitySettings, type MetricSample } from './settings.js'
+import { batchRowKey, checkpointFromJson, checkpointHead, countingOpens, relayTransport, securitySettings, type MetricSample } from './settings.js'
 import type { TelemetryRecord } from './validate.js'
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
@@ -81,8 +81,13 @@ export class KafkaProducerObject {
   private core: Promise<Core> | null = null
   /** Rows the loaded checkpoint's batches hold remain (then saves read event ids out of the batches). */
   private resumedRows = false
-  /** Each checkpointed batch is base64-encoded once, not at every save that holds it. */
-  private readonly base64 = new WeakMap<Uint8Array, string>()
+  /**
+   * The checkpoint_batches rows as stored (by batchRowKey): a save writes only the batches that are
+   * new or changed and deletes the ones that left, instead of rewriting every pending batch.
+   */
+  private readonly storedBatches = new Map<string, { bytes: Uint8Array; delivered: string | null }>()
+  /** The checkpoint was loaded from the earlier one-JSON-row table: the next save drops it. */
+  private legacyCheckpoint = false
   private readonly idsOfBatch = new Map<string, string[]>()
   private readonly startedMs = Date.now()
   private prunedMs = 0
@@ -101,7 +106,12 @@ export class KafkaProducerObject {
       if (!columns.has(name!)) this.sql.exec(`ALTER TABLE events ADD COLUMN ${name} ${decl}`)
     }
     this.sql.exec('CREATE TABLE IF NOT EXISTS event_chunks (seq INTEGER NOT NULL, n INTEGER NOT NULL, bytes BLOB NOT NULL, PRIMARY KEY (seq, n))')
-    this.sql.exec('CREATE TABLE IF NOT EXISTS producer_checkpoint (k INTEGER PRIMARY KEY CHECK (k = 0), body TEXT NOT NULL)')
+    // The checkpoint: its head (identity, sequences, ticket) as JSON, and one row per pending batch
+    // with the batch as a BLOB, in first-checkpointed order (n). Objects written before this layout
+    // have the table producer_checkpoint instead (load reads it; the next save replaces it).
+    this.sql.exec('CREATE TABLE IF NOT EXISTS checkpoint_head (k INTEGER PRIMARY KEY CHECK (k = 0), body TEXT NOT NULL)')
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS checkpoint_batches (n INTEGER PRIMARY KEY AUTOINCREMENT, k TEXT NOT NULL UNIQUE, topic TEXT NOT NULL,
+      partition INTEGER NOT NULL, base_sequence INTEGER NOT NULL, record_count INTEGER NOT NULL, bytes BLOB NOT NULL, relabelled INTEGER NOT NULL, delivered TEXT)`)
     this.sql.exec('CREATE TABLE IF NOT EXISTS accepted_ids (id TEXT PRIMARY KEY, at INTEGER NOT NULL)')
     this.sql.exec('CREATE INDEX IF NOT EXISTS accepted_ids_at ON accepted_ids (at)')
   }
@@ -195,6 +205,27 @@ export class KafkaProducerObject {
     return ids
   }
 
+  /** The stored checkpoint (rows, or the earlier one-JSON-row form), and storedBatches set to what is stored. */
+  private loadCheckpoint(): ProducerCheckpoint | undefined {
+    this.storedBatches.clear()
+    const head = this.sql.exec<{ body: string }>('SELECT body FROM checkpoint_head WHERE k = 0').toArray()[0]
+    if (!head) {
+      const old = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'producer_checkpoint'").one().n > 0
+        ? this.sql.exec<{ body: string }>('SELECT body FROM producer_checkpoint WHERE k = 0').toArray()[0]
+        : undefined
+      this.legacyCheckpoint = old !== undefined
+      return old ? checkpointFromJson(old.body) : undefined
+    }
+    const pending = this.sql.exec<{ k: string; topic: string; partition: number; base_sequence: number; record_count: number; bytes: ArrayBuffer; relabelled: number; delivered: string | null }>(
+      'SELECT k, topic, partition, base_sequence, record_count, bytes, relabelled, delivered FROM checkpoint_batches ORDER BY relabelled DESC, n').toArray().map((r) => {
+      const p: PendingBatch = { topic: r.topic, partition: r.partition, baseSequence: r.base_sequence, recordCount: r.record_count, bytes: new Uint8Array(r.bytes) }
+      if (r.relabelled) { p.relabelled = true; p.delivered = JSON.parse(r.delivered ?? '[]') as number[] }
+      this.storedBatches.set(r.k, { bytes: p.bytes, delivered: r.delivered })
+      return p
+    })
+    return { ...JSON.parse(head.body) as Omit<ProducerCheckpoint, 'pending'>, pending }
+  }
+
   /**
    * The producer's CheckpointStore in this object's SQLite. load() also settles what a restart left:
    * rows whose events are in the checkpoint's batches now belong to the resuming producer; rows that
@@ -204,8 +235,7 @@ export class KafkaProducerObject {
   private checkpointStore(): CheckpointStore {
     return {
       load: async () => {
-        const row = this.sql.exec<{ body: string }>('SELECT body FROM producer_checkpoint WHERE k = 0').toArray()[0]
-        const cp = row ? checkpointFromJson(row.body) : undefined
+        const cp = this.loadCheckpoint()
         const ids = cp ? await this.pendingIds(cp.pending) : new Set<string>()
         this.ctx.storage.transactionSync(() => {
           for (const r of this.sql.exec<{ seq: number; id: string; state: number }>('SELECT seq, id, state FROM events WHERE state <> ?', WAITING)) {
@@ -219,9 +249,31 @@ export class KafkaProducerObject {
       save: async (cp: ProducerCheckpoint) => {
         // Reading event ids out of the batches is needed only while rows taken over at start remain.
         const ids = this.resumedRows ? await this.pendingIds(cp.pending) : null
-        const body = checkpointToJson(cp, this.base64)
+        const rows = new Map<string, PendingBatch>()
+        for (const p of cp.pending) rows.set(batchRowKey(p), p)
+        if (rows.size !== cp.pending.length) throw new CheckpointException('two pending batches of the checkpoint carry the same partition and stamp; refusing to store it')
+        const delivered = (p: PendingBatch) => (p.relabelled ? JSON.stringify(p.delivered ?? []) : null)
+        const written: string[] = []
+        const gone = [...this.storedBatches.keys()].filter((k) => !rows.has(k))
         this.ctx.storage.transactionSync(() => {
-          this.sql.exec('INSERT OR REPLACE INTO producer_checkpoint (k, body) VALUES (0, ?)', body)
+          this.sql.exec('INSERT OR REPLACE INTO checkpoint_head (k, body) VALUES (0, ?)', checkpointHead(cp))
+          if (this.legacyCheckpoint) this.sql.exec('DROP TABLE IF EXISTS producer_checkpoint')
+          if (gone.length > 0) this.sql.exec('DELETE FROM checkpoint_batches WHERE k IN (SELECT value FROM json_each(?))', JSON.stringify(gone))
+          for (const [k, p] of rows) {
+            const was = this.storedBatches.get(k)
+            if (!was) {
+              this.sql.exec('INSERT INTO checkpoint_batches (k, topic, partition, base_sequence, record_count, bytes, relabelled, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+                k, p.topic, p.partition, p.baseSequence, p.recordCount, buffer(p.bytes), p.relabelled ? 1 : 0, delivered(p))
+            } else if ((was.bytes !== p.bytes && !equalBytes(was.bytes, p.bytes)) || was.delivered !== delivered(p)) {
+              this.sql.exec('UPDATE checkpoint_batches SET base_sequence = ?, record_count = ?, bytes = ?, delivered = ? WHERE k = ?',
+                p.baseSequence, p.recordCount, buffer(p.bytes), delivered(p), k)
+            } else {
+              // Equal bytes in another array (the producer's copy of a loaded batch): compared once.
+              was.bytes = p.bytes
+              continue
+            }
+            written.push(k)
+          }
           // One statement per save, not one per event: each exec costs workerd CPU.
           if (this.acked.size > 0) this.deleteRows(JSON.stringify([...this.acked]))
           // Taken over from the checkpoint and no longer in it: in the log (or relabelled, then in the new batches).
@@ -235,6 +287,9 @@ export class KafkaProducerObject {
           }
         })
         this.acked.clear()
+        this.legacyCheckpoint = false
+        for (const k of gone) this.storedBatches.delete(k)
+        for (const k of written) this.storedBatches.set(k, { bytes: rows.get(k)!.bytes, delivered: delivered(rows.get(k)!) })
         // A batch goes to the broker right after this resolves: its checkpoint must be on disk first.
         await this.ctx.storage.sync?.()
       },
@@ -529,6 +584,12 @@ export class KafkaProducerObject {
     }
     return samples
   }
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
 }
 
 /** The bytes as an ArrayBuffer of exactly their length (what SQLite binds as a BLOB). */
