@@ -1,6 +1,7 @@
-// An object whose checkpoint is in the earlier storage form (one JSON row, batches as base64, in the
-// table producer_checkpoint) resumes it exactly once under the current layout (a head row and one
-// BLOB row per batch). The earlier form is made from a real checkpoint: events are accepted while
+// An object whose storage is in the earlier form (the checkpoint one JSON row, batches as base64, in
+// the table producer_checkpoint; accepted_ids a rowid table; the full events_state index) resumes
+// it exactly once under the current layout (a head row and one BLOB row per batch), and still knows
+// the ids it accepted. The earlier form is made from a real checkpoint: events are accepted while
 // the broker is stopped (SIGSTOP), so the producer saves batches it gets no answer for; wrangler dev
 // is stopped, and a Worker that binds the same object class rewrites that checkpoint as the earlier
 // code stored it. Then the current Worker starts on the same storage and the broker goes on.
@@ -51,6 +52,14 @@ export class ProducerObject extends KafkaProducerObject {
       sql.exec('INSERT INTO producer_checkpoint (k, body) VALUES (0, ?)', JSON.stringify({ ...JSON.parse(head.body), pending }))
       sql.exec('DROP TABLE checkpoint_head')
       sql.exec('DROP TABLE checkpoint_batches')
+      // The earlier accepted_ids (a rowid table) and events index.
+      sql.exec('CREATE TABLE accepted_ids_rowid (id TEXT PRIMARY KEY, at INTEGER NOT NULL)')
+      sql.exec('INSERT INTO accepted_ids_rowid (id, at) SELECT id, at FROM accepted_ids')
+      sql.exec('DROP TABLE accepted_ids')
+      sql.exec('ALTER TABLE accepted_ids_rowid RENAME TO accepted_ids')
+      sql.exec('CREATE INDEX accepted_ids_at ON accepted_ids (at)')
+      sql.exec('DROP INDEX events_taken')
+      sql.exec('CREATE INDEX events_state ON events (state, seq)')
     })
     return Response.json({ batches: rows.length, records: rows.reduce((n, r) => n + r.record_count, 0) })
   }
@@ -112,10 +121,17 @@ it('an object with a checkpoint in the earlier one-JSON-row form resumes it: eve
   dev = await startWrangler(vars, { state })
   // A new request (its alarm, if none is due) starts the producer, which loads the earlier-form checkpoint.
   expect((await post(batch(200, 1))).status).toBe(202)
+  // A client's resend of requests answered before: known ids (accepted_ids came through), nothing stored.
+  const resent = await post(batch(0, 20))
+  expect(resent.status).toBe(202)
+  expect(await resent.json()).toMatchObject({ accepted: 20 })
+  expect((await post(batch(100, 20))).status).toBe(202)
   const after = await until('the backlog drained', async () => { const h = await health(); return h.backlog === 0 ? h : undefined }, 90_000)
   expect(after.producerId).toBe(before.producerId)
   expect(after.resumed?.mode).toBe('resumed')
   expect(after.resumed?.batches).toBeGreaterThan(0)
+  const metrics = await (await fetch(`${dev.url}/metrics`)).text()
+  expect(metrics).toMatch(/^kafka_edge_events_retried_ids_total\{shard="0"\} 40$/m)
 
   const records = await readTopic(cluster, topic, { expected: 201, isolation: 'read_uncommitted', timeoutMs: 60_000 })
   const ids = records.map((r) => (JSON.parse(new TextDecoder().decode(r.value!)) as { id: string }).id)
