@@ -81,7 +81,9 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     const byShard = new Map<number, TelemetryRecord[]>()
     for (const r of records) {
       const s = shardOf(r, shards)
-      byShard.set(s, [...(byShard.get(s) ?? []), r])
+      const list = byShard.get(s)
+      if (list) list.push(r)
+      else byShard.set(s, [r])
     }
     const route = mode === 'sync' ? '/produce' : '/accept'
     const answers = await Promise.all([...byShard].map(async ([s, list]) => {

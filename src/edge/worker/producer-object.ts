@@ -53,6 +53,9 @@ interface Row {
   topic: string | null; bkey: ArrayBuffer | null; headers: string | null; chunks: number; size: number
 }
 
+/** What deleting a stored row needs to know of it. */
+type Stored = Pick<Row, 'seq' | 'size' | 'chunks'>
+
 /**
  * The Durable Object that owns ONE long-lived idempotent producer per shard. In `durable` mode (the
  * default) a request's events are written to the object's SQLite storage and answered 202 at once;
@@ -77,7 +80,7 @@ export class KafkaProducerObject {
   private connectionsOpened = 0
   private pumping: Promise<void> | null = null
   /** Rows acknowledged since the last checkpoint save: deleted by that save, in its transaction. */
-  private readonly acked = new Set<number>()
+  private readonly acked = new Map<number, Stored>()
   private core: Promise<Core> | null = null
   /** Rows the loaded checkpoint's batches hold remain (then saves read event ids out of the batches). */
   private resumedRows = false
@@ -290,12 +293,12 @@ export class KafkaProducerObject {
             written.push(k)
           }
           // One statement per save, not one per event: each exec costs workerd CPU.
-          if (this.acked.size > 0) this.deleteRows(JSON.stringify([...this.acked]))
+          if (this.acked.size > 0) this.deleteRows([...this.acked.values()])
           // Taken over from the checkpoint and no longer in it: in the log (or relabelled, then in the new batches).
           if (ids) {
             let left = 0
-            for (const r of this.sql.exec<{ seq: number; id: string }>(`SELECT seq, id FROM events WHERE state <> ${WAITING} AND state = ?`, RESUMED)) {
-              if (!ids.has(r.id)) this.deleteRows(JSON.stringify([r.seq]))
+            for (const r of this.sql.exec<Stored & { id: string }>(`SELECT seq, id, size, chunks FROM events WHERE state <> ${WAITING} AND state = ?`, RESUMED)) {
+              if (!ids.has(r.id)) this.deleteRows([r])
               else left++
             }
             this.resumedRows = left > 0
@@ -344,34 +347,39 @@ export class KafkaProducerObject {
       this.sql.exec('DELETE FROM accepted_ids WHERE at < ?', this.prunedMs - ACCEPTED_ID_WINDOW_MS)
     }
     await this.pump()
-    const left = this.backlog()
-    if (left.count > 0) await this.ctx.storage.setAlarm(Date.now() + 1000)
+    if (this.backlogCounts().count > 0) await this.ctx.storage.setAlarm(Date.now() + 1000)
   }
 
-  /** Deletes the rows whose seqs the JSON array names (rowsWritten would count index writes too). */
-  private deleteRows(seqs: string): void {
+  /** Deletes these rows (stored: their sizes are known, so nothing is read back to count them). */
+  private deleteRows(rows: readonly Stored[]): void {
+    this.backlogCounts()
+    const seqs = JSON.stringify(rows.map((r) => r.seq))
+    let bytes = 0
+    let chunked = false
+    for (const r of rows) { bytes += r.size; chunked ||= r.chunks > 0 }
+    this.backlogCount -= rows.length
+    this.backlogBytes -= bytes
     const where = 'seq IN (SELECT value FROM json_each(?))'
-    this.backlog()
-    const gone = this.sql.exec<{ n: number; bytes: number; chunked: number }>(
-      `SELECT COUNT(*) AS n, COALESCE(SUM(size), 0) AS bytes, COALESCE(SUM(chunks), 0) AS chunked FROM events WHERE ${where}`, seqs).one()
-    this.backlogCount -= gone.n
-    this.backlogBytes -= gone.bytes
     this.sql.exec(`DELETE FROM events WHERE ${where}`, seqs)
-    if (gone.chunked > 0) this.sql.exec(`DELETE FROM event_chunks WHERE ${where}`, seqs)
+    if (chunked) this.sql.exec(`DELETE FROM event_chunks WHERE ${where}`, seqs)
   }
 
   /** Rows stored and their record bytes, counted once from SQLite and then kept up to date (COUNT(*) scans the table). */
   private backlogCount = -1
   private backlogBytes = 0
 
-  private backlog(): { count: number; bytes: number; oldest: number | null } {
+  private backlogCounts(): { count: number; bytes: number } {
     if (this.backlogCount < 0) {
       const all = this.sql.exec<{ n: number; bytes: number }>('SELECT COUNT(*) AS n, COALESCE(SUM(size), 0) AS bytes FROM events').one()
       this.backlogCount = all.n
       this.backlogBytes = all.bytes
     }
-    const oldest = this.sql.exec<{ at: number }>('SELECT accepted_at AS at FROM events ORDER BY seq LIMIT 1').toArray()[0]?.at ?? null
-    return { count: this.backlogCount, bytes: this.backlogBytes, oldest }
+    return { count: this.backlogCount, bytes: this.backlogBytes }
+  }
+
+  /** When the oldest stored row was accepted (for /metrics only: one query). */
+  private oldestAcceptedAt(): number | null {
+    return this.sql.exec<{ at: number }>('SELECT accepted_at AS at FROM events ORDER BY seq LIMIT 1').toArray()[0]?.at ?? null
   }
 
   /** Seconds a client waits before retrying a refused request: the excess over the rate drained so far (30 s before anything drained). */
@@ -396,7 +404,7 @@ export class KafkaProducerObject {
     const error = rejected > 0 ? `${rejected} of ${items} items are each larger than a Kafka record may be (${maxRecordBytes} bytes, from max.request.size) and were not written` : undefined
     if (records.length === 0) return json({ records: 0, items, rejected, error })
     const bytes = records.reduce((n, r) => n + r.value.length + (r.key?.length ?? 0), 0)
-    const { count } = this.backlog()
+    const { count } = this.backlogCounts()
     const max = this.maxBacklog()
     const maxBytes = this.maxBacklogBytes()
     if (count + records.length > max || this.backlogBytes + bytes > maxBytes) {
@@ -445,7 +453,7 @@ export class KafkaProducerObject {
   private async accept(batch: string): Promise<Response> {
     const now = Date.now()
     const max = this.maxBacklog()
-    const { count } = this.backlog()
+    const { count } = this.backlogCounts()
     // Three statements per request whatever its size (each exec costs the isolate CPU), and no
     // separate count of the new events first: the insert counts them (changes()), and past the
     // backlog the transaction is rolled back, so a refused request stores nothing. An id this object
@@ -498,7 +506,7 @@ export class KafkaProducerObject {
       this.sql.exec('UPDATE events SET state = ? WHERE seq IN (SELECT value FROM json_each(?))', HANDED, JSON.stringify(rows.map((r) => r.seq)))
       const sends = rows.map((r) => this.send(producer, r).then(
         () => {
-          this.acked.add(r.seq)
+          this.acked.set(r.seq, r)
           this.stats.produced++
           this.stats.latencySum += Date.now() - r.accepted_at
           this.stats.latencyCount++
@@ -575,7 +583,7 @@ export class KafkaProducerObject {
 
   private status() {
     const state = this.producer?.state
-    const backlog = this.backlog()
+    const backlog = this.backlogCounts()
     return {
       mode: this.mode(),
       producer: this.producer ? 'open' : 'idle',
@@ -592,7 +600,7 @@ export class KafkaProducerObject {
 
   /** This object's samples; the app renders every shard's into one Prometheus text page. */
   private metricSamples(): MetricSample[] {
-    const b = this.backlog()
+    const b = { ...this.backlogCounts(), oldest: this.oldestAcceptedAt() }
     const s = this.stats
     const samples: MetricSample[] = [
       { name: 'kafka_edge_backlog_events', type: 'gauge', help: 'events stored and not yet acknowledged by Kafka', value: b.count },
