@@ -101,7 +101,8 @@ export function summarize(p: CpuProfile, per: number, topN = 15): IsolateProfile
   const nonIdle = sampled - idle
   const ms = (us: number) => us / 1000 / per
   return {
-    sampledMs: ms(sampled), wallMs: ms(p.endTime - p.startTime), periodUs: period, nonIdleMs: ms(nonIdle), jsMs: ms(nonIdle - program - gc), programMs: ms(program), gcMs: ms(gc), samples: p.samples.length,
+    sampledMs: ms(sampled), wallMs: ms(p.endTime - p.startTime), periodUs: period,
+    nonIdleMs: ms(nonIdle), jsMs: ms(nonIdle - program - gc), programMs: ms(program), gcMs: ms(gc), samples: p.samples.length,
     top: [...frames].sort((a, b) => b[1] - a[1]).slice(0, topN).map(([frame, us]) => ({ frame, selfMs: ms(us), share: nonIdle > 0 ? us / nonIdle : 0 })),
   }
 }

@@ -234,7 +234,8 @@ export class KafkaProducerObject {
       this.legacyCheckpoint = old !== undefined
       return old ? checkpointFromJson(old.body) : undefined
     }
-    const pending = this.sql.exec<{ k: string; topic: string; partition: number; base_sequence: number; record_count: number; bytes: ArrayBuffer; relabelled: number; delivered: string | null }>(
+    type BatchRow = { k: string; topic: string; partition: number; base_sequence: number; record_count: number; bytes: ArrayBuffer; relabelled: number; delivered: string | null }
+    const pending = this.sql.exec<BatchRow>(
       'SELECT k, topic, partition, base_sequence, record_count, bytes, relabelled, delivered FROM checkpoint_batches ORDER BY relabelled DESC, n').toArray().map((r) => {
       const p: PendingBatch = { topic: r.topic, partition: r.partition, baseSequence: r.base_sequence, recordCount: r.record_count, bytes: new Uint8Array(r.bytes) }
       if (r.relabelled) { p.relabelled = true; p.delivered = JSON.parse(r.delivered ?? '[]') as number[] }
