@@ -228,10 +228,9 @@ export class KafkaProducerObject {
     this.storedBatches.clear()
     const head = this.sql.exec<{ body: string }>('SELECT body FROM checkpoint_head WHERE k = 0').toArray()[0]
     if (!head) {
-      const old = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'producer_checkpoint'").one().n > 0
-        ? this.sql.exec<{ body: string }>('SELECT body FROM producer_checkpoint WHERE k = 0').toArray()[0]
-        : undefined
-      this.legacyCheckpoint = old !== undefined
+      // Every object of the earlier code has the table, most with no row (no checkpoint saved yet): the next save drops it either way.
+      this.legacyCheckpoint = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'producer_checkpoint'").one().n > 0
+      const old = this.legacyCheckpoint ? this.sql.exec<{ body: string }>('SELECT body FROM producer_checkpoint WHERE k = 0').toArray()[0] : undefined
       return old ? checkpointFromJson(old.body) : undefined
     }
     type BatchRow = { k: string; topic: string; partition: number; base_sequence: number; record_count: number; bytes: ArrayBuffer; relabelled: number; delivered: string | null }
