@@ -96,6 +96,7 @@ async function perRequest(impl: string, dev: WranglerDev, path: string, requests
       const p = await inspector.profile(async () => { await run(requests) }, PROFILE_INTERVAL_US)
       const cpu = (workerdCpuMs(dev.pgid) - c0) / requests
       const file = join(ROOT, '.tmp', `bench-worker-${impl}.cpuprofile`)
+      mkdirSync(join(ROOT, '.tmp'), { recursive: true })
       writeFileSync(file, JSON.stringify(p))
       result.isolate = { ...summarize(p, requests), workerdCpuMsPerRequest: cpu, profile: file }
     } finally { inspector.close() }
