@@ -85,16 +85,36 @@ function formatNumber(v: number): string {
 
 /** CPU milliseconds (user + system) of the workerd processes in a wrangler dev process group. */
 export function workerdCpuMs(pgid: number): number {
+  return workerdCpu(pgid).total
+}
+
+/**
+ * The same split by where it goes. wrangler dev runs two workerd processes: its dev proxy (the
+ * public port and the inspector proxy; no Worker of yours) and the one that runs the Worker and its
+ * Durable Objects (started with --inspector-addr). In that one, the main thread runs the isolate and
+ * also workerd's own I/O (HTTP, sockets, the storage); the other threads are V8's (GC, compilation).
+ */
+export function workerdCpu(pgid: number): { total: number; proxy: number; main: number; otherThreads: number } {
   const hz = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100
-  let ticks = 0
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    let stat: string
-    try { stat = readFileSync(`/proc/${pid}/stat`, 'utf8') } catch { continue }
-    const close = stat.lastIndexOf(')')
-    const comm = stat.slice(stat.indexOf('(') + 1, close)
-    const f = stat.slice(close + 2).split(' ')
-    // fields after comm: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
-    if (comm === 'workerd' && Number(f[2]) === pgid) ticks += Number(f[11]) + Number(f[12])
+  // fields after comm: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
+  const stat = (path: string) => {
+    const s = readFileSync(path, 'utf8')
+    const close = s.lastIndexOf(')')
+    return { comm: s.slice(s.indexOf('(') + 1, close), f: s.slice(close + 2).split(' ') }
   }
-  return (ticks / hz) * 1000
+  const ms = (f: string[]) => ((Number(f[11]) + Number(f[12])) / hz) * 1000
+  const out = { total: 0, proxy: 0, main: 0, otherThreads: 0 }
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const { comm, f } = stat(`/proc/${pid}/stat`)
+      if (comm !== 'workerd' || Number(f[2]) !== pgid) continue
+      const all = ms(f)
+      out.total += all
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--inspector-addr')) { out.proxy += all; continue }
+      const main = ms(stat(`/proc/${pid}/task/${pid}/stat`).f)
+      out.main += main
+      out.otherThreads += all - main
+    } catch { continue }
+  }
+  return out
 }

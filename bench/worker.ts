@@ -8,15 +8,22 @@
 //      drained, so the object's produce work is included), for kafka-edge durable, kafka-edge sync,
 //      and a Worker using kafkajs under nodejs_compat (connect, send, disconnect per request: a Worker
 //      cannot keep a socket across requests without a Durable Object);
+//      the 100-event POSTs are then run again under the V8 profiler, through wrangler dev's inspector
+//      (bench/inspector.ts): the isolate's busy time per POST and its top frames, for kafka-edge
+//      durable (Worker and Durable Object share the isolate) and for kafkajs;
 //   3. events/s of one shard: 20,000 events posted by 20 clients to SHARDS=1, first POST to empty backlog.
+// BENCH_WORKER_QUICK=1: only the 100-event POSTs of kafka-edge durable and kafkajs, profiled
+// (bench/results/worker-quick.json; about a minute).
 // @platformatic/kafka is tried under nodejs_compat too; it fails at module load (recorded below).
 import { mkdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { bs, createTopic, ensureCluster, readTopic, stopCluster, uniqueTopic, type Cluster } from '../test/helpers/kafka.js'
 import { runWorkerLoad, type LoadResult } from '../test/e2e/worker-load.js'
 import { startWrangler, type WranglerDev } from '../test/e2e/wrangler.js'
 import { ensurePeers, PEERS_DIR, ROOT } from './peers.js'
-import { printTable, report, workerdCpuMs, writeReport, type BenchResult } from './lib.js'
+import { printTable, report, workerdCpu, workerdCpuMs, writeReport, type BenchResult } from './lib.js'
+import { Inspector, summarize, type IsolateProfile } from './inspector.js'
 import { telemetryApp } from '../src/edge/worker/app.js'
 import type { DurableObjectNamespace, Env } from '../src/edge/worker/env.js'
 
@@ -48,26 +55,86 @@ const arg = (args: string[], name: string, d: number) => {
 
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? 0
 
-interface PerRequest { impl: string; requests: number; p50Ms: number; p99Ms: number; cpuMsPerRequest: number; error?: string }
+interface PerRequest {
+  impl: string; requests: number; p50Ms: number; p99Ms: number; cpuMsPerRequest: number
+  /** workerd's process CPU per request, split (bench/lib.ts workerdCpu). */
+  cpu: { proxy: number; main: number; otherThreads: number }
+  /** A second pass of as many requests under the V8 profiler: the isolate's figures, and workerd's CPU meanwhile (the profiler costs some). */
+  isolate?: IsolateProfile & { workerdCpuMsPerRequest: number; profile: string }
+}
 
-async function perRequest(impl: string, dev: WranglerDev, path: string, requests: number, drained: () => Promise<boolean>, events = 100): Promise<PerRequest> {
+async function perRequest(impl: string, dev: WranglerDev, path: string, requests: number, drained: () => Promise<boolean>, events = 100, profile = false): Promise<PerRequest> {
   const body = (r: number) => JSON.stringify(Array.from({ length: events }, (_, i) => ({ type: 'bench', id: `${impl}-${events}-${r}-${i}`, key: `user-${i % 20}`, data: { r, i, path: '/some/page' } })))
   const post = (r: number) => fetch(`${dev.url}${path}`, { method: 'POST', body: body(r), headers: { 'content-type': 'application/json' } })
   const ok = (status: number) => status === 202 || status === 200 || (path === '/no-such-route' && status === 404)
   for (let r = 0; r < 20; r++) { const res = await post(-1 - r); await res.arrayBuffer(); if (!ok(res.status)) throw new Error(`${impl}: ${res.status}`) }
   while (!(await drained())) await new Promise((r) => setTimeout(r, 200))
-  const cpu0 = workerdCpuMs(dev.pgid)
-  const times: number[] = []
-  for (let r = 0; r < requests; r++) {
-    const t0 = performance.now()
-    const res = await post(r)
-    const text = await res.text()
-    if (!ok(res.status)) throw new Error(`${impl}: ${res.status} ${text.slice(0, 300)}`)
-    times.push(performance.now() - t0)
+  const run = async (from: number) => {
+    const times: number[] = []
+    for (let r = from; r < from + requests; r++) {
+      const t0 = performance.now()
+      const res = await post(r)
+      const text = await res.text()
+      if (!ok(res.status)) throw new Error(`${impl}: ${res.status} ${text.slice(0, 300)}`)
+      times.push(performance.now() - t0)
+    }
+    while (!(await drained())) await new Promise((r) => setTimeout(r, 100))
+    return times
   }
-  while (!(await drained())) await new Promise((r) => setTimeout(r, 100))
-  const cpu = workerdCpuMs(dev.pgid) - cpu0
-  return { impl, requests, p50Ms: percentile(times, 0.5), p99Ms: percentile(times, 0.99), cpuMsPerRequest: cpu / requests }
+  const cpu0 = workerdCpu(dev.pgid)
+  const times = await run(0)
+  const cpu1 = workerdCpu(dev.pgid)
+  const per = (k: keyof typeof cpu0) => (cpu1[k] - cpu0[k]) / requests
+  const result: PerRequest = {
+    impl, requests, p50Ms: percentile(times, 0.5), p99Ms: percentile(times, 0.99), cpuMsPerRequest: per('total'),
+    cpu: { proxy: per('proxy'), main: per('main'), otherThreads: per('otherThreads') },
+  }
+  if (profile) {
+    const inspector = await Inspector.connect(dev.inspectorPort)
+    try {
+      const c0 = workerdCpuMs(dev.pgid)
+      const p = await inspector.profile(async () => { await run(requests) }, PROFILE_INTERVAL_US)
+      const cpu = (workerdCpuMs(dev.pgid) - c0) / requests
+      const file = join(ROOT, '.tmp', `bench-worker-${impl}.cpuprofile`)
+      mkdirSync(join(ROOT, '.tmp'), { recursive: true })
+      writeFileSync(file, JSON.stringify(p))
+      result.isolate = { ...summarize(p, requests), workerdCpuMsPerRequest: cpu, profile: file }
+    } finally { inspector.close() }
+  }
+  return result
+}
+
+/** The V8 sampler's requested interval (µs) for the isolate profiles. */
+const PROFILE_INTERVAL_US = 100
+
+/** A 100-event POST's figures as results: process CPU (total and split), time to answer, the isolate's profile. */
+function perRequestResults(r: PerRequest): BenchResult[] {
+  const out: BenchResult[] = [
+    { impl: r.impl, metric: 'workerd CPU per 100-event POST', unit: 'ms', value: r.cpuMsPerRequest },
+    { impl: r.impl, metric: 'workerd CPU per 100-event POST: dev proxy process', unit: 'ms', value: r.cpu.proxy },
+    { impl: r.impl, metric: 'workerd CPU per 100-event POST: Worker process, main thread', unit: 'ms', value: r.cpu.main },
+    { impl: r.impl, metric: 'workerd CPU per 100-event POST: Worker process, V8 threads', unit: 'ms', value: r.cpu.otherThreads },
+    { impl: r.impl, metric: 'time to answer p50', unit: 'ms', value: r.p50Ms },
+    { impl: r.impl, metric: 'time to answer p99', unit: 'ms', value: r.p99Ms },
+  ]
+  if (r.isolate) {
+    const i = r.isolate
+    out.push(
+      { impl: r.impl, metric: 'isolate CPU per 100-event POST (profile, non-idle; upper bound)', unit: 'ms', value: i.nonIdleMs },
+      { impl: r.impl, metric: 'isolate CPU per 100-event POST: JavaScript on the stack', unit: 'ms', value: i.jsMs },
+      { impl: r.impl, metric: 'isolate CPU per 100-event POST: (program)', unit: 'ms', value: i.programMs },
+      { impl: r.impl, metric: 'isolate CPU per 100-event POST: (garbage collector)', unit: 'ms', value: i.gcMs },
+      { impl: r.impl, metric: 'workerd CPU per 100-event POST while profiled', unit: 'ms', value: i.workerdCpuMsPerRequest },
+    )
+  }
+  return out
+}
+
+const printIsolate = (r: PerRequest) => {
+  if (!r.isolate) return
+  const { top, ...rest } = r.isolate
+  console.log(`${r.impl} isolate: ${JSON.stringify(rest)}`)
+  for (const t of top) console.log(`  ${(t.share * 100).toFixed(1).padStart(5)}%  ${t.selfMs.toFixed(3)} ms  ${t.frame}`)
 }
 
 const backlogEmpty = (dev: WranglerDev) => async () => {
@@ -114,57 +181,72 @@ export default async function main(args: string[]): Promise<void> {
   const events = arg(args, 'events', 100_000)
   const requests = arg(args, 'requests', 200)
   const skipLoad = args.includes('--skip-load')
+  const quick = process.env.BENCH_WORKER_QUICK === '1'
+  const loadAtStart = loadavg()
   const results: BenchResult[] = []
+  const notes: Record<string, unknown> = {}
+  const profiles: Record<string, unknown> = {}
   const handler = await handlerCpu(2000)
   console.log(`app handler, 100-event POST, Node V8, objects stubbed: ${handler.toFixed(3)} ms CPU`)
   results.push({ impl: 'kafka-edge app handler (V8 in Node, objects stubbed)', metric: 'CPU per 100-event POST', unit: 'ms', value: handler })
   if (args.includes('--handler-only')) { printTable(results, results[0]!.impl); return }
-  const notes: Record<string, unknown> = {}
   const single: Cluster = await ensureCluster({ name: 'bench-worker' })
   try {
     // 2. per request
-    for (const mode of ['durable', 'sync'] as const) {
+    for (const mode of quick ? ['durable'] as const : ['durable', 'sync'] as const) {
       const topic = uniqueTopic(`bench-worker-${mode}`)
       await createTopic(single, topic, { partitions: 4 })
       const dev = await startWrangler({ KAFKA_BOOTSTRAP: bs(single), TELEMETRY_TOPIC: topic, ACCEPT_MODE: mode, SHARDS: '1' })
       try {
-        const r = await perRequest(`kafka-edge-${mode}`, dev, '/events', requests, backlogEmpty(dev))
-        console.log(JSON.stringify(r))
-        if (mode === 'durable') {
+        const r = await perRequest(`kafka-edge-${mode}`, dev, '/events', requests, backlogEmpty(dev), 100, mode === 'durable')
+        const { isolate, ...plain } = r
+        console.log(JSON.stringify(plain))
+        printIsolate(r)
+        if (isolate) profiles[r.impl] = isolate
+        if (mode === 'durable' && !quick) {
           // The same POST to a route the app answers 404 at once: what workerd under wrangler dev spends
           // on any request (HTTP, the dev proxy, reading the body), so the rest is the Worker's own.
-          const base = await perRequest('wrangler-dev-404', dev, '/no-such-route', requests, async () => true)
-          console.log(JSON.stringify(base))
-          results.push({ impl: base.impl, metric: 'workerd CPU per 100-event POST', unit: 'ms', value: base.cpuMsPerRequest })
+          const base = await perRequest('wrangler-dev-404', dev, '/no-such-route', requests, async () => true, 100, true)
+          console.log(JSON.stringify({ ...base, isolate: undefined }))
+          printIsolate(base)
+          results.push(...perRequestResults(base).filter((x) => !x.metric.startsWith('time to answer')))
         }
-        // A 1-event POST: the part of the cost that does not grow with the events.
-        const one = await perRequest(`kafka-edge-${mode}`, dev, '/events', requests, backlogEmpty(dev), 1)
-        console.log(JSON.stringify({ ...one, events: 1 }))
-        results.push({ impl: one.impl, metric: 'workerd CPU per 1-event POST', unit: 'ms', value: one.cpuMsPerRequest })
-        results.push({ impl: r.impl, metric: 'workerd CPU per 100-event POST', unit: 'ms', value: r.cpuMsPerRequest })
-        results.push({ impl: r.impl, metric: 'time to answer p50', unit: 'ms', value: r.p50Ms })
-        results.push({ impl: r.impl, metric: 'time to answer p99', unit: 'ms', value: r.p99Ms })
+        if (!quick) {
+          // A 1-event POST: the part of the cost that does not grow with the events.
+          const one = await perRequest(`kafka-edge-${mode}`, dev, '/events', requests, backlogEmpty(dev), 1)
+          console.log(JSON.stringify({ ...one, events: 1 }))
+          results.push({ impl: one.impl, metric: 'workerd CPU per 1-event POST', unit: 'ms', value: one.cpuMsPerRequest })
+        }
+        results.push(...perRequestResults(r))
       } finally { await dev.stop() }
     }
     ensurePeers()
-    for (const peer of ['kafkajs', 'platformatic'] as const) {
+    for (const peer of quick ? ['kafkajs'] as const : ['kafkajs', 'platformatic'] as const) {
       const topic = uniqueTopic(`bench-worker-${peer}`)
       await createTopic(single, topic, { partitions: 4 })
       let dev: WranglerDev | null = null
       try {
         dev = await startWrangler({ KAFKA_BOOTSTRAP: bs(single), TELEMETRY_TOPIC: topic }, { project: peerProject(peer), timeoutMs: 60_000 })
-        const r = await perRequest(`${peer}-nodejs_compat`, dev, '/events', requests, async () => true)
-        const read = await readTopic(single, topic, { expected: (requests + 20) * 100, isolation: 'read_uncommitted' })
-        console.log(JSON.stringify({ ...r, read: read.length }))
-        results.push({ impl: r.impl, metric: 'workerd CPU per 100-event POST', unit: 'ms', value: r.cpuMsPerRequest })
-        results.push({ impl: r.impl, metric: 'time to answer p50', unit: 'ms', value: r.p50Ms })
-        results.push({ impl: r.impl, metric: 'time to answer p99', unit: 'ms', value: r.p99Ms })
+        const r = await perRequest(`${peer}-nodejs_compat`, dev, '/events', requests, async () => true, 100, true)
+        const read = await readTopic(single, topic, { expected: (2 * requests + 20) * 100, isolation: 'read_uncommitted' })
+        console.log(JSON.stringify({ ...r, isolate: undefined, read: read.length }))
+        printIsolate(r)
+        if (r.isolate) profiles[r.impl] = r.isolate
+        results.push(...perRequestResults(r))
       } catch (e) {
         const msg = (e as Error).message
         const error = /Uncaught [^\n]*/.exec(msg)?.[0] ?? /requires compatibility date[^\n]*/.exec(msg)?.[0] ?? msg.slice(0, 500)
         notes[`${peer} under nodejs_compat`] = error
         console.log(`${peer}: ${error}`)
       } finally { await dev?.stop() }
+    }
+    const edge = results.find((x) => x.impl === 'kafka-edge-durable' && x.metric.startsWith('isolate CPU per 100-event POST (profile'))
+    const peer = results.find((x) => x.impl === 'kafkajs-nodejs_compat' && x.metric === edge?.metric)
+    if (edge && peer) results.push({ impl: 'kafka-edge-durable', metric: 'isolate CPU per 100-event POST, ratio to kafkajs', unit: 'x', value: edge.value / peer.value })
+    if (quick) {
+      printTable(results, 'kafka-edge-durable')
+      console.log(`wrote ${writeReport(report('worker-quick', { requests, wrangler: '4.86.0', load: { start: loadAtStart, end: loadavg() }, profileIntervalUs: PROFILE_INTERVAL_US, profiles, ...notes }, results))}`)
+      return
     }
 
     // 3. one shard's throughput
@@ -215,6 +297,6 @@ export default async function main(args: string[]): Promise<void> {
     results.push({ impl: 'kafka-edge-durable', metric: 'exactly-once run: time to 202 p99', unit: 'ms', value: r.acceptP99Ms })
   }
   printTable(results, 'kafka-edge-durable')
-  const file = writeReport(report('worker', { events, requests, wrangler: '4.86.0', ...notes }, results))
+  const file = writeReport(report('worker', { events, requests, wrangler: '4.86.0', load: { start: loadAtStart, end: loadavg() }, profileIntervalUs: PROFILE_INTERVAL_US, profiles, ...notes }, results))
   console.log(`wrote ${file}`)
 }

@@ -23,6 +23,8 @@ export function freePort(): Promise<number> {
 export interface WranglerDev {
   url: string
   port: number
+  /** wrangler dev's inspector (Chrome DevTools protocol over WebSocket; bench/worker.ts profiles the isolate through it). */
+  inspectorPort: number
   /** The process group of npx, wrangler, esbuild and workerd (the group leader's pid). */
   pgid: number
   /** stdout + stderr so far (for failure messages). */
@@ -88,7 +90,8 @@ export async function startWrangler(vars: Record<string, string>, opts: StartOpt
   const env: Record<string, string | undefined> = { ...process.env, ...WRANGLER_ENV, ...opts.env }
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k]
   const port = opts.port ?? await freePort()
-  const args = ['wrangler', 'dev', '--port', String(port), '--ip', '127.0.0.1', '--inspector-port', String(await freePort())]
+  const inspectorPort = await freePort()
+  const args = ['wrangler', 'dev', '--port', String(port), '--ip', '127.0.0.1', '--inspector-port', String(inspectorPort)]
   for (const [k, v] of Object.entries(vars)) args.push('--var', `${k}:${v}`)
   // Durable Object state goes to a temp dir, not .wrangler/state in the tree.
   const state = opts.state ?? (snap ? path.join(snap.dir, 'state') : mkdtempSync(path.join(os.tmpdir(), 'kafka-edge-wrangler-state-')))
@@ -125,5 +128,5 @@ export async function startWrangler(vars: Record<string, string>, opts: StartOpt
     if (Date.now() > deadline) { await stop(); throw new Error(`wrangler dev not ready within ${opts.timeoutMs ?? 90_000} ms:\n${out}`) }
     await new Promise((r) => setTimeout(r, 300))
   }
-  return { url, port, pgid: child.pid!, log: () => out, stop }
+  return { url, port, inspectorPort, pgid: child.pid!, log: () => out, stop }
 }

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { partitionForKey } from '../../src/edge/index.js'
 import { SHARD_PREFIX, shardOf, telemetryApp } from '../../src/edge/worker/app.js'
 import type { DurableObjectNamespace, Env } from '../../src/edge/worker/env.js'
-import { checkpointFromJson, checkpointToJson, prometheus } from '../../src/edge/worker/settings.js'
+import { batchRowKey, checkpointFromJson, checkpointHead, prometheus } from '../../src/edge/worker/settings.js'
 
 describe('shardOf', () => {
   it('is the key\'s murmur2 partition (Kafka\'s default partitioner) over the shard count; keyless events by id', () => {
@@ -38,12 +38,40 @@ describe('prometheus()', () => {
 })
 
 describe('checkpoint storage form', () => {
-  it('round-trips through JSON with the batches\' bytes intact', () => {
-    const bytes = Uint8Array.from({ length: 70_000 }, (_, i) => (i * 31) & 0xff)
-    const cp = { v: 1 as const, producerId: '9007199254740993', epoch: 3, savedAt: 1, nextSequence: [{ topic: 't', partition: 0, next: 7 }], pending: [{ topic: 't', partition: 0, baseSequence: 5, recordCount: 2, bytes }], ticket: 'x' }
-    const back = checkpointFromJson(checkpointToJson(cp))
+  /** A RecordBatch v2's bytes: magic 2, the given producer id, epoch and base sequence in its header. */
+  const batch = (producerId: bigint, epoch: number, baseSequence: number, length = 200) => {
+    const bytes = Uint8Array.from({ length }, (_, i) => (i * 31) & 0xff)
+    const dv = new DataView(bytes.buffer)
+    dv.setInt8(16, 2)
+    dv.setBigInt64(43, producerId)
+    dv.setInt16(51, epoch)
+    dv.setInt32(53, baseSequence)
+    return bytes
+  }
+  const cp = {
+    v: 1 as const, producerId: '9007199254740993', epoch: 3, savedAt: 1, nextSequence: [{ topic: 't', partition: 0, next: 7 }],
+    pending: [{ topic: 't', partition: 0, baseSequence: 5, recordCount: 2, bytes: batch(9007199254740993n, 3, 5, 70_000) }], ticket: 'x',
+  }
+
+  it('reads the earlier form (one JSON text, batches as base64) with the batches\' bytes intact', () => {
+    const old = JSON.stringify({ ...cp, pending: cp.pending.map((p) => ({ ...p, bytes: Buffer.from(p.bytes).toString('base64') })) })
+    const back = checkpointFromJson(old)
     expect(back).toEqual(cp)
     expect(back.pending[0]!.bytes).toBeInstanceOf(Uint8Array)
+  })
+
+  it('keeps the batches out of the head, which JSON.parse gives back as the checkpoint without them', () => {
+    const head = checkpointHead(cp)
+    expect(head).not.toContain('pending')
+    expect({ ...JSON.parse(head), pending: cp.pending }).toEqual(cp)
+  })
+
+  it('names a batch\'s row by its partition and header stamp: a restamped or relabelled batch is another row', () => {
+    const p = { topic: 't', partition: 1, baseSequence: 5, recordCount: 2, bytes: batch(42n, 0, 5) }
+    expect(batchRowKey(p)).toBe('b/t/1/42/0/5')
+    expect(batchRowKey({ ...p, bytes: batch(42n, 1, 0) })).toBe('b/t/1/42/1/0')
+    expect(batchRowKey({ ...p, relabelled: true })).toBe('r/t/1/42/0/5')
+    expect(batchRowKey({ ...p, partition: 2 })).not.toBe(batchRowKey(p))
   })
 })
 

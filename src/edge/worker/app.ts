@@ -81,12 +81,18 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     const byShard = new Map<number, TelemetryRecord[]>()
     for (const r of records) {
       const s = shardOf(r, shards)
-      byShard.set(s, [...(byShard.get(s) ?? []), r])
+      const list = byShard.get(s)
+      if (list) list.push(r)
+      else byShard.set(s, [r])
     }
     const route = mode === 'sync' ? '/produce' : '/accept'
     const answers = await Promise.all([...byShard].map(async ([s, list]) => {
       const res = await stub(s).fetch(`https://producer${route}`, { method: 'POST', body: JSON.stringify(list), headers: { 'content-type': 'application/json' } })
-      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.json() as Record<string, unknown> }
+      const body = await res.json() as Record<string, unknown>
+      // A durable accept's answer names no events (the object stores the JSON without parsing it):
+      // the ids accepted or refused are the ones sent to it.
+      if (mode === 'durable' && (res.status === 202 || res.status === 429)) body.ids = list.map((r) => r.id)
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body }
     }))
     if (answers.length === 1) {
       const a = answers[0]!

@@ -1,6 +1,6 @@
 // The Worker's producer wiring that needs no WebAssembly module: kept apart from producer-object.ts
 // (which imports build/core.wasm, loadable only by wrangler) so unit tests can import it.
-import type { PendingBatch, ProducerCheckpoint } from '../producer/checkpoint.js'
+import { batchIdentity, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
 import type { ProducerSettings } from '../producer/config.js'
 import { ConfigException } from '../errors.js'
 import type { Transport } from '../transport/transport.js'
@@ -65,25 +65,31 @@ export function countingOpens(inner: Transport, onOpen: () => void): Transport {
   })
 }
 
-/** A checkpoint as JSON for the object's SQLite (batches as base64; producer id already decimal text). */
-export function checkpointToJson(cp: ProducerCheckpoint, cache?: WeakMap<Uint8Array, string>): string {
-  const encode = (b: Uint8Array) => {
-    let s = cache?.get(b)
-    if (s === undefined) { s = toBase64(b); cache?.set(b, s) }
-    return s
-  }
-  return JSON.stringify({ ...cp, pending: cp.pending.map((p) => ({ ...p, bytes: encode(p.bytes) })) })
+/**
+ * The checkpoint as the object stores it: this head row (everything but the batches, as JSON) and
+ * one row per pending batch, its bytes a BLOB written once, when the batch is first checkpointed.
+ */
+export function checkpointHead(cp: ProducerCheckpoint): string {
+  const { pending: _, ...head } = cp
+  return JSON.stringify(head)
 }
 
+/**
+ * A pending batch's row: its partition and the identity stamped in its header, so a batch an epoch
+ * bump restamped is a new row; a batch whose records are being relabelled is another row again.
+ */
+export function batchRowKey(p: PendingBatch): string {
+  const id = batchIdentity(p.bytes)
+  return `${p.relabelled ? 'r' : 'b'}/${p.topic}/${p.partition}/${id.producerId}/${id.epoch}/${id.baseSequence}`
+}
+
+/**
+ * A checkpoint in the object's earlier storage form: one JSON text, batches as base64. An object
+ * that still has one resumes from it; its first save writes the rows and drops the old table.
+ */
 export function checkpointFromJson(text: string): ProducerCheckpoint {
   const cp = JSON.parse(text) as Omit<ProducerCheckpoint, 'pending'> & { pending: Array<Omit<PendingBatch, 'bytes'> & { bytes: string }> }
   return { ...cp, pending: cp.pending.map((p) => ({ ...p, bytes: fromBase64(p.bytes) })) }
-}
-
-function toBase64(b: Uint8Array): string {
-  let s = ''
-  for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode(...b.subarray(i, i + 0x8000))
-  return btoa(s)
 }
 
 function fromBase64(s: string): Uint8Array {

@@ -95,8 +95,11 @@ function validateEvent(e: unknown, where: string, limits: TelemetryLimits, now: 
     timestamp = t
   }
   const value = JSON.stringify({ id, type: ev.type, timestamp, ...(key !== null ? { key } : {}), ...(ev.data !== undefined ? { data: ev.data } : {}) })
-  const size = utf8.encode(value).length
-  if (size > limits.maxEventBytes) throw new TelemetryInputError(413, `${where}: ${size} bytes serialized; one event may be at most ${limits.maxEventBytes} bytes`)
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: most events need no encoding to be counted.
+  if (value.length * 3 > limits.maxEventBytes) {
+    const size = utf8.encode(value).length
+    if (size > limits.maxEventBytes) throw new TelemetryInputError(413, `${where}: ${size} bytes serialized; one event may be at most ${limits.maxEventBytes} bytes`)
+  }
   return { id, key, value, timestamp, type: ev.type }
 }
 

@@ -1,0 +1,108 @@
+// A V8 CPU profile of the Worker's isolate through `wrangler dev`'s inspector (Chrome DevTools
+// protocol over WebSocket). Under wrangler dev the Worker and its Durable Objects are one workerd
+// service, so they run in one isolate and one profile covers both: the accept and the produce.
+import WebSocket from 'ws'
+
+interface CallFrame { functionName: string; url: string; lineNumber: number; columnNumber: number }
+interface ProfileNode { id: number; callFrame: CallFrame; children?: number[] }
+export interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
+
+export interface IsolateProfile {
+  /** Samples times the sampler's period, ms. */
+  sampledMs: number
+  /** Profiler.start to Profiler.stop, ms. */
+  wallMs: number
+  /** The sampler's period (median delta between samples), µs. */
+  periodUs: number
+  /** Sampled time less `(idle)`: the isolate running JS, native code it called, GC, or V8's own work. */
+  nonIdleMs: number
+  /** nonIdleMs less `(program)` and `(garbage collector)`: samples with JavaScript on the stack. */
+  jsMs: number
+  programMs: number
+  gcMs: number
+  samples: number
+  /** Frames by self time (ms), the pseudo-frames `(idle)`, `(program)`, `(garbage collector)` left out. */
+  top: Array<{ frame: string; selfMs: number; share: number }>
+}
+
+export class Inspector {
+  private next = 1
+  private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
+  private constructor(private readonly ws: WebSocket) {
+    ws.on('message', (data) => {
+      const m = JSON.parse(String(data)) as { id?: number; result?: unknown; error?: { message: string } }
+      const w = m.id === undefined ? undefined : this.waiting.get(m.id)
+      if (!w) return
+      this.waiting.delete(m.id!)
+      if (m.error) w.reject(new Error(`inspector: ${m.error.message}`))
+      else w.resolve(m.result)
+    })
+  }
+
+  /** The first target wrangler dev lists (its one proxied "workers" target). */
+  static async connect(port: number): Promise<Inspector> {
+    const targets = await (await fetch(`http://127.0.0.1:${port}/json`)).json() as Array<{ webSocketDebuggerUrl: string }>
+    if (!targets[0]) throw new Error(`no inspector target on port ${port}`)
+    const ws = new WebSocket(targets[0].webSocketDebuggerUrl)
+    await new Promise<void>((resolve, reject) => { ws.once('open', () => resolve()); ws.once('error', reject) })
+    return new Inspector(ws)
+  }
+
+  send<T>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+    const id = this.next++
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject })
+      this.ws.send(JSON.stringify({ id, method, params }))
+    })
+  }
+
+  /** Profiles `work` at `intervalUs` sampling. */
+  async profile(work: () => Promise<void>, intervalUs = 100): Promise<CpuProfile> {
+    await this.send('Profiler.enable')
+    await this.send('Profiler.setSamplingInterval', { interval: intervalUs })
+    await this.send('Profiler.start')
+    try { await work() } catch (e) { await this.send('Profiler.stop').catch(() => {}); throw e }
+    return (await this.send<{ profile: CpuProfile }>('Profiler.stop')).profile
+  }
+
+  close(): void { this.ws.close() }
+}
+
+const PSEUDO = new Set(['(idle)', '(program)', '(garbage collector)', '(root)'])
+
+/**
+ * Self time per frame. V8's sampler records a sample only while a thread holds the isolate: when
+ * workerd releases it to wait for I/O no samples come, and the next sample's time delta spans the
+ * wait. So a sample counts for the sampler's period (the median delta between samples, not the
+ * requested interval: signals come late on a loaded machine), not for the delta after it. The
+ * sampler ticks on wall time, so a sample taken while the thread waits inside a native call that
+ * holds the isolate (a SQLite write, storage.sync()) counts as busy: the figures are upper bounds of
+ * the isolate's CPU.
+ */
+export function summarize(p: CpuProfile, per: number, topN = 15): IsolateProfile {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]))
+  const deltas = p.timeDeltas.slice(1).sort((a, b) => a - b)
+  const period = deltas[Math.floor(deltas.length / 2)] ?? 0
+  const self = new Map<number, number>()
+  for (const id of p.samples) self.set(id, (self.get(id) ?? 0) + period)
+  const byName = (name: string) => [...self].filter(([id]) => byId.get(id)!.callFrame.functionName === name).reduce((s, [, v]) => s + v, 0)
+  const sampled = [...self.values()].reduce((a, b) => a + b, 0)
+  const idle = byName('(idle)')
+  const program = byName('(program)')
+  const gc = byName('(garbage collector)')
+  const frames = new Map<string, number>()
+  for (const [id, us] of self) {
+    const f = byId.get(id)!.callFrame
+    if (PSEUDO.has(f.functionName)) continue
+    const file = f.url.replace(/^.*\/(src|node_modules|worker)\//, '$1/').replace(/\?.*$/, '')
+    const name = `${f.functionName || '(anonymous)'} ${file ? `${file}:${f.lineNumber + 1}` : '(native)'}`
+    frames.set(name, (frames.get(name) ?? 0) + us)
+  }
+  const nonIdle = sampled - idle
+  const ms = (us: number) => us / 1000 / per
+  return {
+    sampledMs: ms(sampled), wallMs: ms(p.endTime - p.startTime), periodUs: period,
+    nonIdleMs: ms(nonIdle), jsMs: ms(nonIdle - program - gc), programMs: ms(program), gcMs: ms(gc), samples: p.samples.length,
+    top: [...frames].sort((a, b) => b[1] - a[1]).slice(0, topN).map(([frame, us]) => ({ frame, selfMs: ms(us), share: nonIdle > 0 ? us / nonIdle : 0 })),
+  }
+}
