@@ -6,7 +6,8 @@
 //
 // The relay runs as its own process (`bin/kafka-edge.js bridge`), as operators run it, so its CPU
 // and RSS are its own; the full-speed producers are children, the others run here.
-//   BENCH_RECORDS (full-speed run, default 1,000,000), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 1000)
+//   BENCH_RECORDS (full-speed run, default 1,000,000), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 1000;
+//   0 skips the load part, for quick full-speed runs while working on the relay)
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -165,7 +166,7 @@ export default async function bridge(): Promise<void> {
       { impl: 'kafka-edge-relay', metric: 'added p50-ms', unit: 'ms', value: median.p50 },
       { impl: 'kafka-edge-relay', metric: 'added p99-ms', unit: 'ms', value: median.p99 },
       { impl: 'kafka-edge-relay', metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: relayCpu / (relayBytes / 1e6) },
-      ...await load(relay, topic),
+      ...(CONNECTIONS > 0 ? await load(relay, topic) : []),
     ]
     printTable(results, 'kafka-edge-direct')
     const file = writeReport(report('bridge', {

@@ -2,6 +2,7 @@
 // fetch, checked as WebSocket frames would be and held to the same connection caps and budgets.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Produce } from '../edge/protocol/index.js'
+import { FrameSplitter } from './frames.js'
 import { BRIDGE_METRICS as M } from './metrics.js'
 import { checkMessage, grantsFor, inspectRequest, type RequestContext } from './policy.js'
 import type { Relay } from './server.js'
@@ -125,13 +126,11 @@ async function serveBeacon(relay: Relay, req: IncomingMessage, reply: BeaconRepl
         t = setTimeout(() => reject(new Error('the broker did not answer the beacon in time')), relay.cfg.limits.upstreamTimeoutMs)
         up.socket.write(frames[answers.length]!)
       }
+      const splitter = new FrameSplitter(relay.cfg.limits.maxResponseFrameBytes)
       up.socket.on('data', (chunk: Buffer) => {
         try {
-          for (const f of up.decoder.push(chunk)) {
-            const framed = Buffer.alloc(4 + f.length)
-            framed.writeInt32BE(f.length)
-            framed.set(f, 4)
-            answers.push(framed)
+          for (const f of splitter.push(chunk)) {
+            answers.push(f)
             next()
           }
         } catch (e) { clearTimeout(t); reject(e as Error) }

@@ -7,13 +7,13 @@ import {
   FindCoordinator, InitProducerId, Metadata, Produce, apiByKey, decodeResponse, encodeRequest,
   type ApiSchema, type RequestBody, type ResponseBody,
 } from '../edge/protocol/index.js'
-import type { FrameDecoder } from '../edge/protocol/frame-decoder.js'
 import { errorCode } from '../edge/protocol/error-codes.js'
 import { authenticate, reauthenticationDelay, type SaslCall } from '../edge/auth/sasl.js'
 import { SslAuthenticationException } from '../edge/errors.js'
 import { CloseCode } from './codes.js'
 import { hostPortKey, type HostPort } from './config.js'
 import { saslMechanism } from './credentials.js'
+import { FrameSplitter } from './frames.js'
 import { BRIDGE_METRICS as M, Bucket } from './metrics.js'
 import { checkMessage, grantsFor, inspectRequest, type Grants, type RequestContext } from './policy.js'
 import { hasTopLevelTags } from './scan.js'
@@ -29,6 +29,9 @@ interface Pending {
   /** Set for the relay's own requests (re-authentication): their answers go here, not to the client. */
   own?: { answer: (body: Uint8Array) => void; fail: (e: Error) => void }
 }
+
+/** ws.send's options for every response: given whole, ws has none to work out per message. */
+const BINARY = { binary: true, compress: false, fin: true } as const
 
 /** Where the relay's own correlation ids start on a client's connection (the first free one is used). */
 const OWN_CORRELATION = 0x7e100000
@@ -82,7 +85,9 @@ function parseControl(text: string): { ticket: string } | null {
 export class RelayConnection implements RequestContext {
   private state: State = 'setup'
   private upstream: Socket | null = null
-  private decoder: FrameDecoder | null = null
+  private splitter: FrameSplitter | null = null
+  /** The broker is not read until the client's socket drains (a slow reader). */
+  private heldForClient = false
   private readonly queue: Buffer[] = []
   private queuedBytes = 0
   private readonly pending = new Map<number, Pending>()
@@ -205,7 +210,9 @@ export class RelayConnection implements RequestContext {
     const onData = (chunk: Buffer) => this.onRawData(chunk.length)
     this.setup.socket.on('data', onData)
     ws.once('close', () => this.setup.socket.off('data', onData))
-    ws.on('message', (data: Buffer, isBinary: boolean) => this.guard(() => this.onMessage(data, isBinary)))
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      try { this.onMessage(data, isBinary) } catch (e) { this.handlerError(e) }
+    })
     // Control frames cost the relay too (ws answers every ping): they draw on the same budgets.
     ws.on('ping', (data: Buffer) => this.guard(() => {
       if (!this.admitMessage(data.length)) return
@@ -271,8 +278,11 @@ export class RelayConnection implements RequestContext {
     clearTimeout(setupTimer)
     if (this.closed) { up.socket.destroy(); return }
     this.upstream = up.socket
-    this.decoder = up.decoder
-    up.socket.on('data', (chunk: Buffer) => this.guard(() => this.onUpstreamData(chunk)))
+    // Setup (SASL) read whole frames only (openUpstream checks nothing is left over): the client's answers start here.
+    this.splitter = new FrameSplitter(relay.cfg.limits.maxResponseFrameBytes)
+    up.socket.on('data', (chunk: Buffer) => {
+      try { this.onUpstreamData(chunk) } catch (e) { this.handlerError(e) }
+    })
     up.socket.on('drain', () => this.resume('upstream'))
     up.socket.on('error', (e) => { relay.metrics.inc(M.upstreamErrors, { kind: 'io' }); relay.log.info('upstream_error', { broker: this.target, error: e.message }) })
     up.socket.on('close', () => {
@@ -426,11 +436,13 @@ export class RelayConnection implements RequestContext {
 
   /** A handler's error closes this connection (1011) and goes no further. */
   private guard(fn: () => void): void {
-    try { fn() } catch (e) {
-      this.relay.metrics.inc(M.rejects, { reason: 'internal_error' })
-      this.relay.log.error('handler_error', { where: 'connection', ip: this.ip, principal: this.principal, error: String((e as Error)?.stack ?? e).slice(0, 2000) })
-      this.close(CloseCode.INTERNAL, 'relay error', null)
-    }
+    try { fn() } catch (e) { this.handlerError(e) }
+  }
+
+  private handlerError(e: unknown): void {
+    this.relay.metrics.inc(M.rejects, { reason: 'internal_error' })
+    this.relay.log.error('handler_error', { where: 'connection', ip: this.ip, principal: this.principal, error: String((e as Error)?.stack ?? e).slice(0, 2000) })
+    this.close(CloseCode.INTERNAL, 'relay error', null)
   }
 
   private forward(frame: Buffer): void {
@@ -438,30 +450,37 @@ export class RelayConnection implements RequestContext {
   }
 
   private onUpstreamData(chunk: Buffer): void {
-    let bodies: Uint8Array[]
-    try { bodies = this.decoder!.push(chunk) } catch {
+    let frames: Buffer[]
+    try { frames = this.splitter!.push(chunk) } catch {
       this.relay.metrics.inc(M.upstreamErrors, { kind: 'protocol' })
       return this.close(CloseCode.INTERNAL, 'broker sent an unreadable frame', null)
     }
-    for (const body of bodies) {
-      if (this.state === 'closed') return
-      this.onResponse(body)
-    }
+    // The answers of one read leave in one write to the client, not one each.
+    const client = this.setup.socket
+    client.cork()
+    try {
+      for (const frame of frames) {
+        if (this.state === 'closed') return
+        this.onResponse(frame)
+      }
+    } finally { client.uncork() }
   }
 
-  private onResponse(body: Uint8Array): void {
+  /** One broker frame, size prefix included: forwarded to the client as the broker wrote it. */
+  private onResponse(frame: Buffer): void {
     const { relay } = this
     this.lastActivity = performance.now()
-    const correlationId = body.length >= 4 ? new DataView(body.buffer, body.byteOffset, 4).getInt32(0) : NaN
+    const correlationId = frame.length >= 8 ? frame.readInt32BE(4) : NaN
     const p = this.pending.get(correlationId)
     if (!p) {
       relay.metrics.inc(M.upstreamErrors, { kind: 'protocol' })
       return this.close(CloseCode.INTERNAL, 'broker answered a request the relay did not forward', null)
     }
     this.pending.delete(correlationId)
+    const body = frame.subarray(4)
     if (p.own) return p.own.answer(body)
     if (this.pending.size < relay.cfg.limits.maxInFlight) this.resume('inflight')
-    relay.latencyFor(p.apiKey)((performance.now() - p.t0) / 1000)
+    relay.latencyFor(p.apiKey)((this.lastActivity - p.t0) / 1000)
     if (p.learn) this.learn(p, body)
     if (p.init) this.issueTicket(p, body)
     if (p.drop) {
@@ -470,9 +489,6 @@ export class RelayConnection implements RequestContext {
       relay.metrics.inc('kafka_edge_bridge_faults_total', { kind: 'drop_produce_response' })
       return this.abort()
     }
-    const frame = Buffer.allocUnsafe(body.length + 4)
-    frame.writeInt32BE(body.length, 0)
-    frame.set(body, 4)
     relay.count.framesOut()
     relay.count.bytesOut(frame.length)
     this.unsent++
@@ -486,12 +502,17 @@ export class RelayConnection implements RequestContext {
   private send(frame: Buffer): void {
     this.unsent--
     if (this.state === 'closed') return
-    const high = this.relay.cfg.limits.highWaterBytes
-    this.ws.send(frame, () => {
-      if (this.ws.bufferedAmount < high / 2) this.upstream?.resume()
-    })
-    // A slow reader must not make the relay buffer the broker's whole output: stop reading the broker.
-    if (this.ws.bufferedAmount > high) this.upstream?.pause()
+    this.ws.send(frame, BINARY)
+    // A slow reader must not make the relay buffer the broker's whole output: stop reading the broker
+    // until the client's socket has taken everything (ws queues nothing of its own without compression).
+    if (!this.heldForClient && this.ws.bufferedAmount > this.relay.cfg.limits.highWaterBytes) {
+      this.heldForClient = true
+      this.upstream?.pause()
+      this.setup.socket.once('drain', () => {
+        this.heldForClient = false
+        if (this.state !== 'closed') this.upstream?.resume()
+      })
+    }
     if (this.state === 'draining' && this.owesNothing) this.finishDrain()
   }
 

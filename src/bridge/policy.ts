@@ -121,7 +121,7 @@ export function inspectRequest(body: Uint8Array, ctx: RequestContext): Verdict {
     if (clientIdLength > 0 && !isUtf8(r.raw(clientIdLength, 'client id'))) return refuse(CloseCode.BAD_FRAME, 'client id is not valid UTF-8', 'bad_frame')
     if (apiVersion >= api.flexibleFrom) {
       const tags = r.uvarint()
-      for (let i = 0; i < tags; i++) { r.uvarint(); r.raw(r.uvarint(), 'tagged header field') }
+      for (let i = 0; i < tags; i++) { r.uvarint(); r.skip(r.uvarint(), 'tagged header field') }
     }
     if (api !== ApiVersions) facts = scanRequest(api, apiVersion, body, r.pos, ctx.maxNamesPerRequest)
   } catch (e) {

@@ -63,6 +63,7 @@ export function scanRequest(api: ApiSchema, version: number, body: Uint8Array, b
   }
   const flexible = version >= api.flexibleFrom
   const r = new Reader(body, bodyOffset)
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength)
   let names = 0
   const addName = (role: Role, bytes: Uint8Array): void => {
     if (++names > maxNames) throw new ScanRefusal('too_many_names', `a request may carry at most ${maxNames} names`)
@@ -112,7 +113,7 @@ export function scanRequest(api: ApiSchema, version: number, body: Uint8Array, b
     }
     if (flexible) {
       const tags = r.uvarint()
-      for (let i = 0; i < tags; i++) { r.uvarint(); r.raw(r.uvarint(), 'tagged field') }
+      for (let i = 0; i < tags; i++) { r.uvarint(); r.skip(r.uvarint(), 'tagged field') }
     }
   }
 
@@ -133,9 +134,9 @@ export function scanRequest(api: ApiSchema, version: number, body: Uint8Array, b
         return
       case 'uint16': r.uint16(); return
       case 'int32': r.int32(); return
-      case 'float64': r.raw(8); return
+      case 'float64': r.skip(8); return
       case 'int64':
-        if (f.name === 'producerId') addPid(r.int64()); else r.raw(8)
+        if (f.name === 'producerId') addPid(r.int64()); else r.skip(8)
         return
       case 'uuid': {
         const id = r.raw(16, 'uuid')
@@ -162,8 +163,10 @@ export function scanRequest(api: ApiSchema, version: number, body: Uint8Array, b
           if (!inRange(f.nullable)) throw new ProtocolError(`${f.name} is null but not nullable in version ${version}`)
           return
         }
-        const bytes = r.raw(n, 'bytes')
-        if (type === 'records') scanBatches(bytes, addPid)
+        const at = r.pos
+        r.skip(n, 'bytes')
+        // Records are read in place (batch headers only); other bytes are not looked at.
+        if (type === 'records') scanBatches(view, at, n, addPid)
         return
       }
     }
@@ -175,17 +178,17 @@ export function scanRequest(api: ApiSchema, version: number, body: Uint8Array, b
 }
 
 /**
- * Every record batch header in a partition's records: the producer id the broker will append
- * under. Only magic 2 batches (the only kind Produce v3+ carries) are accepted; the records
+ * Every record batch header in a partition's records (`length` bytes at `start` of the request
+ * body): the producer id the broker will append under. Only magic 2 batches (the only kind Produce v3+ carries) are accepted; the records
  * themselves are never read.
  */
-function scanBatches(records: Uint8Array, addPid: (pid: bigint) => void): void {
-  const view = new DataView(records.buffer, records.byteOffset, records.byteLength)
-  let at = 0
-  while (at < records.length) {
-    if (records.length - at < 61) throw new ScanRefusal('bad_records', 'a record batch is shorter than its header')
+function scanBatches(view: DataView, start: number, length: number, addPid: (pid: bigint) => void): void {
+  const end = start + length
+  let at = start
+  while (at < end) {
+    if (end - at < 61) throw new ScanRefusal('bad_records', 'a record batch is shorter than its header')
     const batchLength = view.getInt32(at + 8)
-    if (batchLength < 49 || batchLength > records.length - at - 12) throw new ScanRefusal('bad_records', 'a record batch length does not match the records it is in')
+    if (batchLength < 49 || batchLength > end - at - 12) throw new ScanRefusal('bad_records', 'a record batch length does not match the records it is in')
     if (view.getInt8(at + 16) !== 2) throw new ScanRefusal('bad_records', 'a record batch is not magic 2')
     addPid(view.getBigInt64(at + 43))
     at += 12 + batchLength
@@ -209,7 +212,7 @@ export function hasTopLevelTags(api: ApiSchema, version: number, body: Uint8Arra
 
 function skipTags(r: Reader): void {
   const n = r.uvarint()
-  for (let i = 0; i < n; i++) { r.uvarint(); r.raw(r.uvarint(), 'tagged field') }
+  for (let i = 0; i < n; i++) { r.uvarint(); r.skip(r.uvarint(), 'tagged field') }
 }
 
 /** Walks flexible-version fields without building anything. */
@@ -221,12 +224,12 @@ function skipFields(fields: readonly Field[], version: number, r: Reader): void 
       const type = f.type
       if (typeof type !== 'string') { skipFields(type, version, r); skipTags(r); continue }
       switch (type) {
-        case 'int8': case 'bool': r.raw(1); break
-        case 'int16': case 'uint16': r.raw(2); break
-        case 'int32': r.raw(4); break
-        case 'int64': case 'float64': r.raw(8); break
-        case 'uuid': r.raw(16); break
-        case 'string': case 'bytes': case 'records': { const len = r.uvarint() - 1; if (len > 0) r.raw(len); break }
+        case 'int8': case 'bool': r.skip(1); break
+        case 'int16': case 'uint16': r.skip(2); break
+        case 'int32': r.skip(4); break
+        case 'int64': case 'float64': r.skip(8); break
+        case 'uuid': r.skip(16); break
+        case 'string': case 'bytes': case 'records': { const len = r.uvarint() - 1; if (len > 0) r.skip(len); break }
       }
     }
   }

@@ -184,6 +184,12 @@ export class Reader {
     return out
   }
 
+  /** Moves past n bytes with raw()'s bounds check, without making a view of them (the relay walks fields it does not read). */
+  skip(n: number, what = 'bytes'): void {
+    this.need(n, what)
+    this.pos += n
+  }
+
   private length(compact: boolean, what: string): number {
     if (compact) return this.uvarint() - 1
     return what === 'string' ? this.int16() : this.int32()

@@ -1,0 +1,192 @@
+// npm run bench -- relay-cpu: the relay's own cost, without a broker or a producer on the same cores.
+// The relay process (`bin/kafka-edge.js bridge`, as operators run it) sits between a ws client that
+// replays one Produce v11 request (6 partitions of 14 KB incompressible batches, 84 KB in all, about
+// what the full-speed producer of `bench -- bridge` sends per request) and a stub broker that answers
+// each at once. Reported:
+//   - relay CPU (user+system, /proc) per request and per MB with 5 requests in flight (saturated), and
+//     with requests paced at BENCH_RATE per second (default 170, the request rate of `bench -- bridge`
+//     on this machine): the same work costs more per request when every request wakes the process;
+//   - with BENCH_CALLGRIND=1, user-space instructions per request under callgrind: the relay's run with
+//     1,200 requests minus its run with 200, divided by 1,000. The neighbours cannot move that figure.
+// BENCH_RELAY_BIN=<path to kafka-edge.js> measures another build (e.g. a checkout of main) the same way.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import WebSocket from 'ws'
+import { signToken } from '../src/bridge/token.js'
+import { Produce, encodeRequest, encodeResponse } from '../src/edge/protocol/index.js'
+import { SECRET, cpuMs } from './bridge.js'
+import { printTable, report, writeReport, type BenchResult } from './lib.js'
+
+const VERSION = 11
+const PARTITIONS = 6
+const BATCH_BYTES = 14_000
+const RATE = Number(process.env.BENCH_RATE ?? 170)
+const BIN = process.env.BENCH_RELAY_BIN ?? 'bin/kafka-edge.js'
+
+/** The broker's answer to every request: a 6-partition success (its correlation id patched in per request). */
+const ANSWER = Buffer.from(encodeResponse(Produce, VERSION, 0, {
+  responses: [{ name: 'relay-cpu', partitionResponses: Array.from({ length: PARTITIONS }, (_, index) => ({ index, errorCode: 0, baseOffset: 0n, logAppendTimeMs: -1n, logStartOffset: 0n, recordErrors: [], errorMessage: null, currentLeader: null })) }],
+  throttleTimeMs: 0, nodeEndpoints: [],
+}))
+
+function stubBroker(): Promise<Server> {
+  const server = createServer((s) => {
+    let buf: Buffer = Buffer.alloc(0)
+    s.on('data', (chunk: Buffer) => {
+      buf = buf.length > 0 ? Buffer.concat([buf, chunk]) : chunk
+      const out: Buffer[] = []
+      while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
+        const a = Buffer.from(ANSWER)
+        a.writeInt32BE(buf.readInt32BE(8), 4)
+        out.push(a)
+        buf = buf.subarray(4 + buf.readInt32BE(0))
+      }
+      if (out.length > 0) s.write(Buffer.concat(out))
+    })
+  })
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
+}
+
+/** The relay, pointed at the stub; under callgrind when `callgrindOut` names the output file. */
+async function startRelay(brokerPort: number, callgrindOut?: string): Promise<{ child: ChildProcess; url: string }> {
+  const config = join(mkdtempSync(join(tmpdir(), 'kafka-edge-relay-cpu-')), 'bridge.json')
+  writeFileSync(config, JSON.stringify({
+    listen: '127.0.0.1:0', brokers: [`127.0.0.1:${brokerPort}`], auth: { secretEnv: 'KAFKA_EDGE_BRIDGE_SECRET', audience: 'bench' },
+    limits: { framesPerSec: 0, bytesPerSec: 0, principalFramesPerSec: 0, principalBytesPerSec: 0 }, log: { level: 'info' },
+  }))
+  const argv = [BIN, 'bridge', '--config', config]
+  const env = { ...process.env, KAFKA_EDGE_BRIDGE_SECRET: SECRET }
+  // --predictable: V8's background threads off, so two runs count the same instructions.
+  const child = callgrindOut
+    ? spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${callgrindOut}`, process.execPath, '--predictable', ...argv], { env, stdio: ['ignore', 'pipe', 'ignore'] })
+    : spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'inherit'] })
+  const url = await new Promise<string>((resolve, reject) => {
+    let buf = ''
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString()
+      const m = /"event":"listening".*?"url":"([^"]+)"/.exec(buf)
+      if (m) resolve(m[1]!)
+    })
+    child.once('exit', (code) => reject(new Error(`relay exited ${code}`)))
+  })
+  return { child, url }
+}
+
+async function stopRelay(child: ChildProcess): Promise<void> {
+  const exited = new Promise((r) => child.once('exit', r))
+  child.kill('SIGTERM')
+  await exited
+}
+
+interface Client { frameBytes: number; run(n: number, pacedPerSec: number): Promise<void>; close(): void }
+
+async function client(url: string): Promise<Client> {
+  const batch = () => {
+    const b = randomBytes(BATCH_BYTES)
+    b.fill(0, 0, 61)
+    b.writeInt32BE(BATCH_BYTES - 12, 8)
+    b[16] = 2 // magic; producer id -1 (non-idempotent): nothing to bind
+    b.writeBigInt64BE(-1n, 43)
+    return b
+  }
+  const frame = Buffer.from(encodeRequest(Produce, VERSION, 0, 'relay-cpu', {
+    transactionalId: null, acks: -1, timeoutMs: 30_000,
+    topicData: [{ name: 'relay-cpu', partitionData: Array.from({ length: PARTITIONS }, (_, index) => ({ index, records: batch() })) }],
+  }))
+  const token = signToken({ sub: 'relay-cpu', aud: 'bench', exp: Math.floor(Date.now() / 1000) + 3600, topics: ['*'] }, SECRET)
+  const ws = new WebSocket(url, ['kafka-edge.v1', `kafka-edge.bearer.${token}`])
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject) })
+  let correlationId = 1
+  const sendOne = () => {
+    const f = Buffer.from(frame)
+    f.writeInt32BE(correlationId++, 8)
+    ws.send(f)
+  }
+  return {
+    frameBytes: frame.length,
+    close: () => ws.close(),
+    run: (n, pacedPerSec) => new Promise<void>((resolve) => {
+      let sent = 0
+      let answered = 0
+      const onMessage = () => {
+        if (++answered === n) { ws.off('message', onMessage); resolve(); return }
+        if (pacedPerSec === 0 && sent < n) { sendOne(); sent++ }
+      }
+      ws.on('message', onMessage)
+      if (pacedPerSec > 0) {
+        const timer = setInterval(() => { if (sent < n) { sendOne(); sent++ } else clearInterval(timer) }, 1000 / pacedPerSec)
+      } else for (; sent < Math.min(5, n); sent++) sendOne()
+    }),
+  }
+}
+
+/** Relay CPU over `n` requests after a warm-up, best of `rounds`. */
+async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number, rounds: number): Promise<{ us: number; frameBytes: number; load: number }> {
+  const relay = await startRelay(brokerPort)
+  try {
+    const c = await client(relay.url)
+    await c.run(pacedPerSec > 0 ? 300 : 2000, pacedPerSec)
+    let best = Infinity
+    const load = loadavg()[0]!
+    for (let i = 0; i < rounds; i++) {
+      const cpu0 = cpuMs(relay.child.pid!)
+      await c.run(n, pacedPerSec)
+      best = Math.min(best, ((cpuMs(relay.child.pid!) - cpu0) * 1000) / n)
+    }
+    c.close()
+    return { us: best, frameBytes: c.frameBytes, load }
+  } finally { await stopRelay(relay.child) }
+}
+
+async function callgrindPerRequest(brokerPort: number): Promise<number> {
+  const total = async (n: number): Promise<number> => {
+    const out = join(mkdtempSync(join(tmpdir(), 'kafka-edge-relay-callgrind-')), 'callgrind.out')
+    const relay = await startRelay(brokerPort, out)
+    try {
+      const c = await client(relay.url)
+      await c.run(n, 0)
+      c.close()
+    } finally { await stopRelay(relay.child) }
+    const m = /^(?:summary|totals): (\d+)/m.exec(readFileSync(out, 'utf8'))
+    if (!m) throw new Error(`no instruction total in ${out}`)
+    return Number(m[1])
+  }
+  const short = await total(200)
+  const long = await total(1200)
+  return (long - short) / 1000
+}
+
+export default async function relayCpu(): Promise<void> {
+  const broker = await stubBroker()
+  const port = (broker.address() as { port: number }).port
+  try {
+    const loadBefore = loadavg()
+    const saturated = await cpuPerRequest(port, 5000, 0, 3)
+    const paced = await cpuPerRequest(port, 1000, RATE, 2)
+    // Bytes on the WebSocket side, as kafka_edge_bridge_bytes_total counts them: request and answer frames.
+    const mbPerRequest = (saturated.frameBytes + ANSWER.length) / 1e6
+    const results: BenchResult[] = [
+      { impl: 'relay-saturated', metric: 'relay cpu-us/request', unit: 'us', value: saturated.us },
+      { impl: 'relay-saturated', metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: saturated.us / 1000 / mbPerRequest },
+      { impl: `relay-paced-${RATE}`, metric: 'relay cpu-us/request', unit: 'us', value: paced.us },
+      { impl: `relay-paced-${RATE}`, metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: paced.us / 1000 / mbPerRequest },
+    ]
+    if (process.env.BENCH_CALLGRIND === '1') {
+      if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('BENCH_CALLGRIND=1 needs valgrind (apt-get install valgrind)')
+      results.push({ impl: 'relay-saturated', metric: 'relay instructions/request (callgrind, user space)', unit: 'instructions', value: Math.round(await callgrindPerRequest(port)) })
+    }
+    printTable(results, 'relay-saturated')
+    const file = writeReport(report('relay-cpu', {
+      relay: BIN, request: `Produce v${VERSION}, ${PARTITIONS} partitions of ${BATCH_BYTES} B batches, ${saturated.frameBytes} B framed, acks=-1`,
+      saturated: '5 requests in flight, 5,000 requests per round, best of 3 rounds after 2,000 warm-up', paced: `${RATE} requests/s, 1,000 per round, best of 2 after 300 warm-up`,
+      loadAverage: { before: loadBefore, saturated: saturated.load, paced: paced.load, after: loadavg() },
+    }, results))
+    console.log(`wrote ${file}`)
+  } finally {
+    await new Promise((r) => broker.close(r))
+  }
+}
