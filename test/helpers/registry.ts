@@ -14,6 +14,43 @@ const READER_BIN = path.join(ROOT, '.kafka', 'registry-reader', 'registry-reader
 
 export interface Registry { name: string; url: string; base: string; pid: number }
 
+type AvroField = { name: string; type: unknown; default?: unknown }
+/**
+ * The Avro `shop.v1.Order` record both registry suites write: every primitive, named types in two
+ * namespaces, unions, defaults and the logical types. `extra` lands after `ltm`, where each suite
+ * adds the fields only its own judge reads.
+ */
+export function orderAvroSchema(options: { statusDefault?: string; extra?: AvroField[] } = {}): { type: 'record'; name: string; namespace: string; fields: AvroField[] } {
+  const status = { type: 'enum', name: 'Status', symbols: ['NEW', 'PAID', 'SHIPPED'], ...(options.statusDefault ? { default: options.statusDefault } : {}) }
+  return {
+    type: 'record', name: 'Order', namespace: 'shop.v1',
+    fields: [
+      { name: 'id', type: 'long' },
+      { name: 'customer', type: { type: 'record', name: 'Customer', namespace: 'crm', fields: [{ name: 'name', type: 'string' }, { name: 'vip', type: 'boolean', default: false }] } },
+      { name: 'previous', type: ['null', 'crm.Customer'], default: null },
+      { name: 'status', type: status },
+      { name: 'choice', type: ['int', 'string', { type: 'record', name: 'Gift', fields: [{ name: 'note', type: 'string' }] }] },
+      { name: 'lines', type: { type: 'array', items: { type: 'record', name: 'Line', fields: [{ name: 'sku', type: 'string' }, { name: 'qty', type: 'int' }] } } },
+      { name: 'attrs', type: { type: 'map', values: 'long' } },
+      { name: 'note', type: 'string', default: 'none' },
+      { name: 'price', type: { type: 'bytes', logicalType: 'decimal', precision: 10, scale: 2 } },
+      { name: 'fee', type: { type: 'fixed', name: 'Fee', size: 4, logicalType: 'decimal', precision: 6, scale: 3 } },
+      { name: 'ref', type: { type: 'string', logicalType: 'uuid' } },
+      { name: 'day', type: { type: 'int', logicalType: 'date' } },
+      { name: 'tm', type: { type: 'int', logicalType: 'time-millis' } },
+      { name: 'tu', type: { type: 'long', logicalType: 'time-micros' } },
+      { name: 'tsm', type: { type: 'long', logicalType: 'timestamp-millis' } },
+      { name: 'tsu', type: { type: 'long', logicalType: 'timestamp-micros' } },
+      { name: 'ltm', type: { type: 'long', logicalType: 'local-timestamp-millis' } },
+      ...(options.extra ?? []),
+      { name: 'score', type: 'float' },
+      { name: 'ratio', type: 'double' },
+      { name: 'raw', type: 'bytes' },
+      { name: 'tag', type: { type: 'fixed', name: 'Tag', size: 2 } },
+    ],
+  }
+}
+
 /** What is missing to run the registry suites here, or null. */
 export function registryUnavailable(): string | null {
   if (!registry.java21()) return 'no Java 21+ (Apicurio Registry 3 needs it; set JAVA21_HOME)'

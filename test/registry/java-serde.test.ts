@@ -6,7 +6,7 @@
 import { beforeAll, afterAll, describe, expect, it } from 'vitest'
 import { SchemaRegistryClient, avroSerializer, jsonSchemaSerializer, protobufSerializer } from '../../src/edge/schema-registry/index.js'
 import { uniqueTopic } from '../helpers/kafka.js'
-import { javaSerde, javaSerdeUnavailable, startRegistry, stopRegistry, type JavaSerdeAnswer, type JavaSerdeRequest, type Registry } from '../helpers/registry.js'
+import { javaSerde, javaSerdeUnavailable, orderAvroSchema, startRegistry, stopRegistry, type JavaSerdeAnswer, type JavaSerdeRequest, type Registry } from '../helpers/registry.js'
 
 const unavailable = javaSerdeUnavailable()
 if (unavailable && process.env.CI) throw new Error(`the Java serde suite cannot run under CI: ${unavailable}`)
@@ -19,34 +19,13 @@ const latin1 = (b: number[]): string => String.fromCharCode(...b)
 const base64 = (b: number[]): string => Buffer.from(b).toString('base64')
 const HEADER = 10 // hex digits: magic byte and the 4-byte id
 
-const avroSchema = {
-  type: 'record', name: 'Order', namespace: 'shop.v1',
-  fields: [
-    { name: 'id', type: 'long' },
-    { name: 'customer', type: { type: 'record', name: 'Customer', namespace: 'crm', fields: [{ name: 'name', type: 'string' }, { name: 'vip', type: 'boolean', default: false }] } },
-    { name: 'previous', type: ['null', 'crm.Customer'], default: null },
-    { name: 'status', type: { type: 'enum', name: 'Status', symbols: ['NEW', 'PAID', 'SHIPPED'], default: 'NEW' } },
-    { name: 'choice', type: ['int', 'string', { type: 'record', name: 'Gift', fields: [{ name: 'note', type: 'string' }] }] },
-    { name: 'lines', type: { type: 'array', items: { type: 'record', name: 'Line', fields: [{ name: 'sku', type: 'string' }, { name: 'qty', type: 'int' }] } } },
-    { name: 'attrs', type: { type: 'map', values: 'long' } },
-    { name: 'note', type: 'string', default: 'none' },
-    { name: 'price', type: { type: 'bytes', logicalType: 'decimal', precision: 10, scale: 2 } },
-    { name: 'fee', type: { type: 'fixed', name: 'Fee', size: 4, logicalType: 'decimal', precision: 6, scale: 3 } },
-    { name: 'ref', type: { type: 'string', logicalType: 'uuid' } },
-    { name: 'day', type: { type: 'int', logicalType: 'date' } },
-    { name: 'tm', type: { type: 'int', logicalType: 'time-millis' } },
-    { name: 'tu', type: { type: 'long', logicalType: 'time-micros' } },
-    { name: 'tsm', type: { type: 'long', logicalType: 'timestamp-millis' } },
-    { name: 'tsu', type: { type: 'long', logicalType: 'timestamp-micros' } },
-    { name: 'ltm', type: { type: 'long', logicalType: 'local-timestamp-millis' } },
+const avroSchema = orderAvroSchema({
+  statusDefault: 'NEW',
+  extra: [
     { name: 'ltu', type: { type: 'long', logicalType: 'local-timestamp-micros' } },
     { name: 'when', type: ['null', { type: 'long', logicalType: 'timestamp-millis' }], default: null },
-    { name: 'score', type: 'float' },
-    { name: 'ratio', type: 'double' },
-    { name: 'raw', type: 'bytes' },
-    { name: 'tag', type: { type: 'fixed', name: 'Tag', size: 2 } },
   ],
-}
+})
 
 // Each record as kafka-edge takes it (defaults left out, logical types as dates, decimal strings, numbers)
 // and in Avro's JSON encoding for Java, written out by hand: unions tagged with the branch's full name,

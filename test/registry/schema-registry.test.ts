@@ -10,7 +10,7 @@ import {
   type Serializer,
 } from '../../src/edge/schema-registry/index.js'
 import { bs, createTopic, ensureCluster, readTopic, uniqueTopic, type Cluster } from '../helpers/kafka.js'
-import { buildReader, readBack, registryProxy, registryUnavailable, startRegistry, stopRegistry, type Registry } from '../helpers/registry.js'
+import { buildReader, orderAvroSchema, readBack, registryProxy, registryUnavailable, startRegistry, stopRegistry, type Registry } from '../helpers/registry.js'
 
 const unavailable = registryUnavailable()
 if (unavailable && process.env.CI) throw new Error(`the schema registry suite cannot run under CI: ${unavailable}`)
@@ -47,32 +47,7 @@ describe.skipIf(unavailable !== null)(`schema registry: Apicurio 3.3.3 + Kafka 4
   it('Avro: unions, named types in namespaces, defaults and every logical type read back equal by hamba/avro (which re-encodes the same bytes where no array or map has items); later sends make no registry call', async () => {
     const topic = uniqueTopic('avro')
     await createTopic(cluster, topic)
-    const schema = {
-      type: 'record', name: 'Order', namespace: 'shop.v1',
-      fields: [
-        { name: 'id', type: 'long' },
-        { name: 'customer', type: { type: 'record', name: 'Customer', namespace: 'crm', fields: [{ name: 'name', type: 'string' }, { name: 'vip', type: 'boolean', default: false }] } },
-        { name: 'previous', type: ['null', 'crm.Customer'], default: null },
-        { name: 'status', type: { type: 'enum', name: 'Status', symbols: ['NEW', 'PAID', 'SHIPPED'] } },
-        { name: 'choice', type: ['int', 'string', { type: 'record', name: 'Gift', fields: [{ name: 'note', type: 'string' }] }] },
-        { name: 'lines', type: { type: 'array', items: { type: 'record', name: 'Line', fields: [{ name: 'sku', type: 'string' }, { name: 'qty', type: 'int' }] } } },
-        { name: 'attrs', type: { type: 'map', values: 'long' } },
-        { name: 'note', type: 'string', default: 'none' },
-        { name: 'price', type: { type: 'bytes', logicalType: 'decimal', precision: 10, scale: 2 } },
-        { name: 'fee', type: { type: 'fixed', name: 'Fee', size: 4, logicalType: 'decimal', precision: 6, scale: 3 } },
-        { name: 'ref', type: { type: 'string', logicalType: 'uuid' } },
-        { name: 'day', type: { type: 'int', logicalType: 'date' } },
-        { name: 'tm', type: { type: 'int', logicalType: 'time-millis' } },
-        { name: 'tu', type: { type: 'long', logicalType: 'time-micros' } },
-        { name: 'tsm', type: { type: 'long', logicalType: 'timestamp-millis' } },
-        { name: 'tsu', type: { type: 'long', logicalType: 'timestamp-micros' } },
-        { name: 'ltm', type: { type: 'long', logicalType: 'local-timestamp-millis' } },
-        { name: 'score', type: 'float' },
-        { name: 'ratio', type: 'double' },
-        { name: 'raw', type: 'bytes' },
-        { name: 'tag', type: { type: 'fixed', name: 'Tag', size: 2 } },
-      ],
-    }
+    const schema = orderAvroSchema()
     const base = {
       customer: { name: 'Ada' }, status: 'PAID', lines: [{ sku: 'a-1', qty: 2 }, { sku: 'ü-2', qty: -7 }], attrs: { w: 12, h: -3_000_000_000 },
       price: '1234.56', fee: '-12.345', ref: '6f1c2a56-0f4e-4f0b-9a57-2ad6b7d7c0de', day: new Date('2026-12-01T00:00:00Z'), tm: 3_600_000, tu: 1_500_000,
