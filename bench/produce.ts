@@ -27,6 +27,10 @@
 //   BENCH_RECORDS (fast peers at 100 B, default 1,000,000), BENCH_JS_RECORDS (confluent, kafkajs, platformatic,
 //   default 500,000); 1 KB values send a quarter as many records
 //   BENCH_CPU_PROF=1 npm run bench -- produce      (a kafka-edge child under node --cpu-prof at the end)
+//   BENCH_PAYLOAD=pool npm run bench -- produce    (every peer picks values from one pool of 4,096 generated
+//                       before the run, Java through ProducerPerformance --payload-file: the clients' own
+//                       cost without the generator's; results in bench/results/produce-pool.json)
+//   BENCH_RESULTS=<name>  write bench/results/<name>.json even when BENCH_IMPLS picks some peers
 import { spawn, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -51,6 +55,11 @@ const CLUSTER = 'bench'
 const IMPLS = process.env.BENCH_IMPLS?.split(',') ?? null
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
 const runs = (impl: string) => IMPLS === null || IMPLS.includes(impl)
+const PAYLOAD = process.env.BENCH_PAYLOAD ?? 'refill'
+if (PAYLOAD !== 'refill' && PAYLOAD !== 'pool') throw new Error(`BENCH_PAYLOAD must be refill or pool, not ${PAYLOAD}`)
+const RESULTS = process.env.BENCH_RESULTS ?? (IMPLS !== null ? null : PAYLOAD === 'pool' ? 'produce-pool' : 'produce')
+/** Values in the pool: enough that a 16 KiB batch rarely holds one twice (lz4 would find the repeat). */
+const POOL_VALUES = 4096
 
 /** Peers in round order; `js` ones (the JavaScript clients, librdkafka's bindings included) send JS_RECORDS. */
 const PEERS = [
@@ -189,8 +198,8 @@ export default async function produce(args: string[]): Promise<void> {
     }
   }
   const elapsedMin = (Date.now() - started) / 60_000
-  if (IMPLS === null) {
-    writeResults({
+  if (RESULTS !== null) {
+    writeResults(RESULTS, {
       best, errors, configs, headline, loadBefore, elapsedMin, codecs, confluent: confluent!,
       versions: peers.peerVersions(confluent?.ok ?? false),
     })
@@ -240,7 +249,7 @@ interface Outcome {
 
 export interface ProduceRow extends BenchResult { valueBytes: number; compression: string }
 
-function writeResults(o: Outcome): void {
+function writeResults(name: string, o: Outcome): void {
   const results: ProduceRow[] = []
   const row = (impl: string, c: Config, metric: string, unit: string, value: number) =>
     results.push({ impl, metric: `${metric} @${configName(c)}`, unit, value, valueBytes: c.valueBytes, compression: c.compression })
@@ -265,8 +274,24 @@ function writeResults(o: Outcome): void {
     }
     return { ...t, met: { javaRate: t.recordsPerSecVsJava >= 1.5, javaCpu: t.cpuPerRecordVsJava <= 0.6, bestJs: (t.recordsPerSecVsBestJs ?? 0) >= 2 } }
   })
+  // Issue 26's producer targets: at 100 B lz4 at most 1.0 µs of whole-process CPU per record and 2x
+  // Java's records/s; at 1 KB at most half of Java's CPU per record (send loop, as cpuPerRecordVsJava).
+  const at = (valueBytes: number, compression: string) => o.configs.find((c) => c.valueBytes === valueBytes && c.compression === compression)
+  const small = at(100, 'lz4')
+  const cost = {
+    ...(small ? {
+      '100B lz4 whole-process cpu-us/record (<= 1.0)': round3(v('kafka-edge', small, 'cpu-us/record (whole process)')),
+      '100B lz4 records/s vs Java (>= 2)': round3(v('kafka-edge', small, 'records/s') / v('java', small, 'records/s')),
+    } : {}),
+    ...Object.fromEntries(o.configs.filter((c) => c.valueBytes === 1024).map((c) => [
+      `${configName(c)} cpu/record vs Java (<= 0.5)`, round3(v('kafka-edge', c, 'cpu-us/record') / v('java', c, 'cpu-us/record')),
+    ])),
+  }
   const config = {
     configs: o.configs.map(configName), headline: configName(o.headline), key: null, acks: 'all', partitions: PARTITIONS,
+    payload: PAYLOAD === 'pool'
+      ? `pool: every peer picks each value at random from the same ${POOL_VALUES} random A-Z values written before the run (Java: ProducerPerformance --payload-file); no peer copies them`
+      : 'refill: one array refilled with random A-Z bytes per record (ProducerPerformance --record-size); the JavaScript peers get a copy per record',
     records: { fastPeersAt100B: RECORDS, jsPeersAt100B: JS_RECORDS, at1KB: 'a quarter of those' },
     rounds: ROUNDS, kept: 'best records/s round per peer and config (2 shared cores, other clusters running)',
     broker: { nodes: 1, replicationFactor: 1, jvm: process.env.KAFKA_EDGE_BROKER_JVM_OPTS, cluster: CLUSTER, kafka: '4.4' },
@@ -274,7 +299,7 @@ function writeResults(o: Outcome): void {
     peers: {
       'kafka-edge': `one send() per record (the payload array reused, as Java), a .then per record as an application would, yields to the event loop (setImmediate) every 1024 sends, waits when ~24 MB of records are unacknowledged (200k at 100 B); linger.ms=${LINGER_MS}, batch.size=16384 (defaults), enable.idempotence=true, acks=all; Node ${o.versions.node22}`,
       'kafka-edge-node20': `the same child under the repo's Node (${process.version})`,
-      java: `ProducerPerformance (refills one payload array per record) --throughput -1 --producer-props acks=all enable.idempotence=true linger.ms=${LINGER_MS} compression.type=<codec> (batch.size 16384, max.in.flight 5: defaults; JVM -Xmx512M); ${o.versions.java}`,
+      java: `ProducerPerformance (${PAYLOAD === 'pool' ? '--payload-file' : '--record-size: refills one payload array per record'}) --throughput -1 --producer-props acks=all enable.idempotence=true linger.ms=${LINGER_MS} compression.type=<codec> (batch.size 16384, max.in.flight 5: defaults; JVM -Xmx512M); ${o.versions.java}`,
       confluent: `KafkaJS-compatible API with librdkafka properties: enable.idempotence=true, acks=all, linger.ms=${LINGER_MS}, compression.type=<codec> (batch.num.messages 10000, batch.size 1 MB, max.in.flight 5 under idempotence: librdkafka defaults); send() of ${PER_CALL} messages per call, 10 calls in flight (10,000 messages unawaited, as confluent's own examples/performance)`,
       platformatic: `send() of ${PER_CALL} messages per call (Buffer copies), acks=-1, 5 calls in flight (maxInflights 5 per connection, the default)`,
       'platformatic-idempotent': `idempotent: true (which sets maxInflights 1 per connection); send() of ${PER_CALL} messages per call, 5 calls in flight (the library queues them per connection)`,
@@ -289,8 +314,9 @@ function writeResults(o: Outcome): void {
     loadAverage: { before: o.loadBefore.map(round3), after: loadavg().map(round3) },
     elapsedMinutes: round3(o.elapsedMin),
     targets,
+    cost,
   }
-  const file = writeReport(report('produce', config, results))
+  const file = writeReport(report(name, config, results))
   console.log()
   printTable(results, 'kafka-edge')
   console.log()
@@ -298,6 +324,7 @@ function writeResults(o: Outcome): void {
     console.log(`${t.config.padEnd(10)} kafka-edge/java records/s ${t.recordsPerSecVsJava.toFixed(2)}x (>= 1.5), cpu/record ${t.cpuPerRecordVsJava.toFixed(2)}x (<= 0.6); ` +
       `vs best JS (${t.bestJsPeer}) ${t.recordsPerSecVsBestJs?.toFixed(2)}x (>= 2); node20/node22 ${t.node20VsNode22.toFixed(2)}x`)
   }
+  for (const [k, x] of Object.entries(cost)) console.log(`${k}: ${x}`)
   for (const [k, e] of o.errors) console.log(`ERROR ${k}: ${e}`)
   console.log(`wrote ${file} (${o.elapsedMin.toFixed(1)} min)`)
 }
@@ -333,14 +360,17 @@ export function nodeChild(
   const profDir = join(tmpdir(), 'kafka-edge-bench-prof')
   if (profile) mkdirSync(profDir, { recursive: true })
   const argv = [...NODE_FLAGS, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), childJs, '--child', impl, bootstrap, topic, String(n), c.compression, String(c.valueBytes)]
-  return collect(spawn(node, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] }), impl, (out) => JSON.parse(lastLine(out)) as ChildResult)
+  const pool = PAYLOAD === 'pool' ? { BENCH_PAYLOAD_FILE: poolFile(c.valueBytes) } : {}
+  return collect(spawn(node, argv, { cwd: ROOT, env: { ...process.env, ...pool, ...env }, stdio: ['ignore', 'pipe', 'inherit'] }), impl, (out) => JSON.parse(lastLine(out)) as ChildResult)
 }
 
 function javaChild(cp: string, bootstrap: string, topic: string, n: number, c: Config, securityProps: string[]): Promise<ChildResult> {
   const java = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java'
+  // --payload-file: ProducerPerformance splits the file at newlines and picks one value at random per record.
+  const payload = PAYLOAD === 'pool' ? ['--payload-file', poolFile(c.valueBytes)] : ['--record-size', String(c.valueBytes)]
   const argv = [
     '-Xmx512M', `-Dlog4j2.configurationFile=${join(ROOT, 'scripts', 'kafka', 'log4j2-tools.properties')}`, '-cp', cp,
-    'org.apache.kafka.tools.ProducerPerformance', '--topic', topic, '--num-records', String(n), '--record-size', String(c.valueBytes),
+    'org.apache.kafka.tools.ProducerPerformance', '--topic', topic, '--num-records', String(n), ...payload,
     '--throughput', '-1', '--command-property', `bootstrap.servers=${bootstrap}`, 'acks=all', 'enable.idempotence=true',
     `compression.type=${c.compression}`, `linger.ms=${LINGER_MS}`,
   ]
@@ -379,20 +409,56 @@ function collect<T>(proc: ReturnType<typeof spawn>, what: string, parse: (stdout
 const lastLine = (s: string) => s.trim().split('\n').pop()!
 
 /**
- * ProducerPerformance's payload: one array, every byte refilled with a random A-Z per record. Java
- * serializes it inside send(); kafka-edge copies it into its batch inside send() too, so both reuse
- * it. The JavaScript peers keep the records they are given until the send completes, so they get copies.
+ * Where each record's value comes from. `refill` is ProducerPerformance's `--record-size`: one array,
+ * every byte refilled with a random A-Z per record, so the generator's cost (about as large as the
+ * client's at 1 KB) is in every peer's CPU. Java serializes the array inside send(); kafka-edge copies
+ * it into its batch inside send() too, so both reuse it; the JavaScript peers keep the records they are
+ * given until the send completes, so they get copies (`fresh`). `pool` is `--payload-file`: values
+ * picked at random from one file written before the run, which nobody changes, so no peer copies.
  */
-function payloadSource(valueBytes: number): () => Uint8Array {
+export interface PayloadSource { next: () => Uint8Array; fresh: boolean }
+function payloadSource(valueBytes: number): PayloadSource {
   let x = 0x9e3779b9
-  const v = new Uint8Array(valueBytes)
-  return () => {
-    for (let j = 0; j < valueBytes; j++) {
-      x ^= x << 13; x ^= x >>> 17; x ^= x << 5
-      v[j] = 65 + ((x >>> 0) % 26)
+  const file = process.env.BENCH_PAYLOAD_FILE
+  if (file) {
+    const text = readFileSync(file)
+    if (text.length !== POOL_VALUES * (valueBytes + 1)) throw new Error(`${file} does not hold ${POOL_VALUES} values of ${valueBytes} bytes`)
+    const pool: Buffer[] = []
+    for (let at = 0; at < text.length; at += valueBytes + 1) pool.push(text.subarray(at, at + valueBytes))
+    return {
+      next: () => { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; return pool[(x >>> 0) % POOL_VALUES]! },
+      fresh: false,
     }
-    return v
   }
+  const v = new Uint8Array(valueBytes)
+  return {
+    next: () => {
+      for (let j = 0; j < valueBytes; j++) {
+        x ^= x << 13; x ^= x >>> 17; x ^= x << 5
+        v[j] = 65 + ((x >>> 0) % 26)
+      }
+      return v
+    },
+    fresh: true,
+  }
+}
+
+/** The pool of `BENCH_PAYLOAD=pool`: POOL_VALUES random A-Z values of `valueBytes`, one per line. */
+function poolFile(valueBytes: number): string {
+  const file = join(tmpdir(), `kafka-edge-bench-pool-${valueBytes}-${process.pid}.txt`)
+  if (!existsSync(file)) {
+    const text = Buffer.alloc(POOL_VALUES * (valueBytes + 1), 10)
+    let x = 0x2545f491
+    for (let i = 0; i < POOL_VALUES; i++) {
+      for (let j = 0; j < valueBytes; j++) {
+        x ^= x << 13; x ^= x >>> 17; x ^= x << 5
+        text[i * (valueBytes + 1) + j] = 65 + ((x >>> 0) % 26)
+      }
+    }
+    writeFileSync(file, text)
+    process.on('exit', () => rmSync(file, { force: true }))
+  }
+  return file
 }
 
 async function child(args: string[]): Promise<void> {
@@ -425,7 +491,7 @@ async function child(args: string[]): Promise<void> {
   process.exit(0)
 }
 
-async function childEdge(bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array, valueBytes: number): Promise<ChildResult> {
+async function childEdge(bootstrap: string, topic: string, n: number, compression: string, next: PayloadSource, valueBytes: number): Promise<ChildResult> {
   const { createProducer, tcp, websocket } = await import('../src/edge/node.js')
   // BENCH_RELAY_URL: through the relay (bench/bridge.ts), over the ws package as bridge.ts's other producers.
   const relayUrl = process.env.BENCH_RELAY_URL
@@ -452,7 +518,7 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   for (let i = 0; i < n; i++) {
-    const sent = p.send({ topic, value: next() }).then(ok, fail)
+    const sent = p.send({ topic, value: next.next() }).then(ok, fail)
     if ((i & 1023) === 0) {
       if (i - acked - errors > maxOutstanding) maxOutstanding = i - acked - errors
       window.push(sent)
@@ -513,7 +579,7 @@ function timedProduce(t: Transport, out: number[]): Transport {
  * The batched peers' loop: `concurrency` workers, each sending PER_CALL fresh copies per call until
  * n records are sent. Failed calls count their records as failed.
  */
-async function batchedLoop(n: number, concurrency: number, next: () => Uint8Array, sendCall: (values: Buffer[]) => Promise<unknown>): Promise<ChildResult> {
+async function batchedLoop(n: number, concurrency: number, next: PayloadSource, sendCall: (values: Buffer[]) => Promise<unknown>): Promise<ChildResult> {
   let errors = 0
   let firstError: string | undefined
   let sent = 0
@@ -524,7 +590,7 @@ async function batchedLoop(n: number, concurrency: number, next: () => Uint8Arra
       const count = Math.min(PER_CALL, n - sent)
       sent += count
       const values = new Array<Buffer>(count)
-      for (let j = 0; j < count; j++) values[j] = Buffer.from(next())
+      for (let j = 0; j < count; j++) values[j] = next.fresh ? Buffer.from(next.next()) : next.next() as Buffer
       try { await sendCall(values) } catch (e) { errors += count; firstError ??= `${(e as Error).name}: ${(e as Error).message}` }
     }
   }
@@ -534,7 +600,7 @@ async function batchedLoop(n: number, concurrency: number, next: () => Uint8Arra
   return { records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors, firstError }
 }
 
-async function childKafkajs(idempotent: boolean, bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array): Promise<ChildResult> {
+async function childKafkajs(idempotent: boolean, bootstrap: string, topic: string, n: number, compression: string, next: PayloadSource): Promise<ChildResult> {
   const require = createRequire(import.meta.url)
   const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = require('kafkajs')
   // Kafka reads lz4-napi's frames (64 KiB independent blocks, no checksums) and plain zstd frames.
@@ -557,7 +623,7 @@ async function childKafkajs(idempotent: boolean, bootstrap: string, topic: strin
   return r
 }
 
-async function childPlatformatic(idempotent: boolean, bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array): Promise<ChildResult> {
+async function childPlatformatic(idempotent: boolean, bootstrap: string, topic: string, n: number, compression: string, next: PayloadSource): Promise<ChildResult> {
   // Typed here, not imported: bench/peers is installed on first use, and `npm run typecheck` must pass without it.
   const { Producer } = await import(pathToFileURL(process.env.BENCH_PLATFORMATIC_ENTRY!).href) as { Producer: PlatformaticProducerClass }
   const producer = new Producer({
@@ -576,7 +642,7 @@ export type PlatformaticProducerClass = new (opts: Record<string, unknown>) => {
   close(): Promise<void>
 }
 
-async function childConfluent(bootstrap: string, topic: string, n: number, compression: string, next: () => Uint8Array): Promise<ChildResult> {
+async function childConfluent(bootstrap: string, topic: string, n: number, compression: string, next: PayloadSource): Promise<ChildResult> {
   const require = createRequire(join(process.env.BENCH_CONFLUENT_DIR!, 'package.json'))
   const { KafkaJS } = require('@confluentinc/kafka-javascript')
   const kafka = new KafkaJS.Kafka({})
