@@ -6,7 +6,7 @@ import type { ProducerSettings } from '../producer/config.js'
 import { createProducer, type Producer } from '../producer/producer.js'
 import { loadCore, readBatchRecords, type Core, type CompressionType } from '../wasm/core.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
-import type { DurableObjectState, Env, SqlStorage } from './env.js'
+import type { DurableObjectState, Env, SqlStorage, SqlValue } from './env.js'
 import { toRecords, type OtlpRecord, type Signal } from '../otlp/records.js'
 import { otlpSettings } from './otlp.js'
 import { batchRowKey, checkpointFromJson, checkpointHead, countingOpens, relayTransport, securitySettings, type MetricSample } from './settings.js'
@@ -42,6 +42,8 @@ const RESUMED = 3
 export const ACCEPTED_ID_WINDOW_MS = 3_600_000
 /** Rows one produce round hands to the producer at most, and their bytes (bounded memory per round). */
 const ROUND = 2000
+/** New checkpoint_batches rows per INSERT: 8 bound values each, under the 100 a statement may have. */
+const BATCH_ROWS = 12
 const ROUND_BYTES = 16 << 20
 
 /**
@@ -117,6 +119,13 @@ export class KafkaProducerObject {
    */
   private handedSeq = 0
   private savedHanded = 0
+  /** The newest requests seq, once known (-1 before): the pump does not look for rows past it. */
+  private lastRequestSeq = -1
+  /**
+   * Events rows may be waiting (cleared when the pump finds none, set by whatever makes one wait):
+   * most objects have none, and an empty query still costs an exec per round.
+   */
+  private eventsWaiting = true
   private readonly startedMs = Date.now()
   private prunedMs = 0
   private readonly stats = { accepted: 0, produced: 0, rejected: 0, relabelled: 0, retriedIds: 0, latencySum: 0, latencyCount: 0, rounds: 0 }
@@ -300,6 +309,7 @@ export class KafkaProducerObject {
           if (this.unpackHanded(ids)) this.resumedRows = true
         })
         // Rows above the mark were never in a saved checkpoint, so none of their events was sent.
+        this.eventsWaiting = true
         this.flights.clear()
         this.handedSeq = this.savedHanded
         this.backlogCount = -1
@@ -325,11 +335,11 @@ export class KafkaProducerObject {
           this.sql.exec('INSERT OR REPLACE INTO checkpoint_head (k, body, handed) VALUES (0, ?, ?)', checkpointHead(cp), handed)
           if (this.legacyCheckpoint) this.sql.exec('DROP TABLE IF EXISTS producer_checkpoint')
           if (gone.length > 0) this.sql.exec('DELETE FROM checkpoint_batches WHERE k IN (SELECT value FROM json_each(?))', JSON.stringify(gone))
+          const added: SqlValue[][] = []
           for (const [k, p] of rows) {
             const was = this.storedBatches.get(k)
             if (!was) {
-              this.sql.exec('INSERT INTO checkpoint_batches (k, topic, partition, base_sequence, record_count, bytes, relabelled, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-                k, p.topic, p.partition, p.baseSequence, p.recordCount, buffer(p.bytes), p.relabelled ? 1 : 0, delivered(p))
+              added.push([k, p.topic, p.partition, p.baseSequence, p.recordCount, buffer(p.bytes), p.relabelled ? 1 : 0, delivered(p)])
             } else if ((was.bytes !== p.bytes && !equalBytes(was.bytes, p.bytes)) || was.delivered !== delivered(p)) {
               this.sql.exec('UPDATE checkpoint_batches SET base_sequence = ?, record_count = ?, bytes = ?, delivered = ? WHERE k = ?',
                 p.baseSequence, p.recordCount, buffer(p.bytes), delivered(p), k)
@@ -339,6 +349,13 @@ export class KafkaProducerObject {
               continue
             }
             written.push(k)
+          }
+          // New batches in a few statements rather than one each (each exec costs the isolate CPU);
+          // BATCH_ROWS rows keep a statement's bound values within what workerd's SQLite allows.
+          for (let i = 0; i < added.length; i += BATCH_ROWS) {
+            const part = added.slice(i, i + BATCH_ROWS)
+            this.sql.exec(`INSERT INTO checkpoint_batches (k, topic, partition, base_sequence, record_count, bytes, relabelled, delivered) VALUES
+              ${part.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`, ...part.flat())
           }
           // One statement per save, not one per event: each exec costs workerd CPU.
           if (this.acked.size > 0) this.deleteRows([...this.acked.values()])
@@ -491,6 +508,7 @@ export class KafkaProducerObject {
         }
       })
     })
+    this.eventsWaiting = true
     this.backlogCount += records.length
     this.backlogBytes += bytes
     this.stats.accepted += records.length
@@ -519,6 +537,7 @@ export class KafkaProducerObject {
     const { count } = this.backlogCounts()
     let stored: number
     let total: number
+    let seq: number | undefined
     try {
       // Three statements per request whatever its size (each exec costs the isolate CPU). The ids
       // are read out of JSONB by index (json_each's value column would render each event back to
@@ -526,19 +545,19 @@ export class KafkaProducerObject {
       // insert is the number of ids new to accepted_ids: when some were accepted before (a client's
       // retry) the transaction is rolled back and the request stored without them; past the backlog
       // it is rolled back and nothing is stored.
-      ;({ stored, total } = this.ctx.storage.transactionSync(() => {
+      ;({ stored, total, seq } = this.ctx.storage.transactionSync(() => {
         const events = this.sql.exec<{ b: ArrayBuffer }>('SELECT jsonb(?) AS b', batch).one().b
         this.sql.exec("INSERT OR IGNORE INTO accepted_ids (id, at) SELECT ?2 ->> ('$[' || j.key || '].id'), ?1 FROM json_each(?2) AS j", now, events)
-        const row = this.sql.exec<{ fresh: number; total: number }>(
-          'INSERT INTO requests (body, n, accepted_at) VALUES (?1, changes(), ?2) RETURNING n AS fresh, json_array_length(?3) AS total', batch, now, events).one()
+        const row = this.sql.exec<{ seq: number; fresh: number; total: number }>(
+          'INSERT INTO requests (body, n, accepted_at) VALUES (?1, changes(), ?2) RETURNING seq, n AS fresh, json_array_length(?3) AS total', batch, now, events).one()
         if (row.fresh < row.total) throw new Retried()
         if (count + row.fresh > max) throw new BacklogFull(row.fresh)
-        return { stored: row.fresh, total: row.total }
+        return { stored: row.fresh, total: row.total, seq: row.seq }
       }))
     } catch (e) {
       try {
         if (!(e instanceof Retried)) throw e
-        ;({ stored, total } = this.acceptRetry(batch, now, count, max))
+        ;({ stored, total, seq } = this.acceptRetry(batch, now, count, max))
       } catch (full) {
         if (!(full instanceof BacklogFull)) throw full
         this.stats.rejected += full.incoming
@@ -547,6 +566,7 @@ export class KafkaProducerObject {
           429, { 'retry-after': String(retryAfter) })
       }
     }
+    if (seq !== undefined && this.lastRequestSeq >= 0) this.lastRequestSeq = Math.max(this.lastRequestSeq, seq)
     this.backlogCount += stored
     this.stats.accepted += stored
     this.stats.retriedIds += total - stored
@@ -556,7 +576,7 @@ export class KafkaProducerObject {
   }
 
   /** A request some of whose ids this object accepted before: only the others are stored (none, when all were). */
-  private acceptRetry(batch: string, now: number, count: number, max: number): { stored: number; total: number } {
+  private acceptRetry(batch: string, now: number, count: number, max: number): { stored: number; total: number; seq?: number } {
     const records = JSON.parse(batch) as TelemetryRecord[]
     const ids = JSON.stringify(records.map((r) => r.id))
     return this.ctx.storage.transactionSync(() => {
@@ -564,8 +584,9 @@ export class KafkaProducerObject {
       const fresh = records.filter((r) => !known.has(r.id))
       if (count + fresh.length > max) throw new BacklogFull(fresh.length)
       this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id, at) SELECT value, ? FROM json_each(?)', now, ids)
-      if (fresh.length > 0) this.sql.exec('INSERT INTO requests (body, n, accepted_at) VALUES (?, ?, ?)', JSON.stringify(fresh), fresh.length, now)
-      return { stored: fresh.length, total: records.length }
+      const seq = fresh.length === 0 ? undefined
+        : this.sql.exec<{ seq: number }>('INSERT INTO requests (body, n, accepted_at) VALUES (?, ?, ?) RETURNING seq', JSON.stringify(fresh), fresh.length, now).one().seq
+      return { stored: fresh.length, total: records.length, seq }
     })
   }
 
@@ -580,8 +601,9 @@ export class KafkaProducerObject {
       // Rows of the events table first (OTLP records, events a restart or a failed send unpacked,
       // rows older than the requests table): all were accepted before any waiting request.
       // Values of OTLP records are read one by one as they are sent: a round holds at most ROUND_BYTES of them.
-      const listed = this.sql.exec<Row>(`SELECT seq, id, key, value, ts, type, state, accepted_at, topic, bkey, headers, chunks, size FROM events
+      const listed = !this.eventsWaiting ? [] : this.sql.exec<Row>(`SELECT seq, id, key, value, ts, type, state, accepted_at, topic, bkey, headers, chunks, size FROM events
         WHERE state IN (?, ?) ORDER BY seq LIMIT ?`, WAITING, WAITING_MAYBE_WRITTEN, ROUND).toArray()
+      if (listed.length === 0) this.eventsWaiting = false
       let bytes = 0
       const rows = listed.filter((r, i) => (bytes += r.size) <= ROUND_BYTES || i === 0)
       const flights = this.takeRequests(ROUND - rows.length, ROUND_BYTES - bytes)
@@ -596,6 +618,7 @@ export class KafkaProducerObject {
         (e: Error & { mayHaveBeenWritten?: boolean }) => {
           // Not written: it waits as it was. Maybe written: resent later, labelled as a possible duplicate.
           this.sql.exec('UPDATE events SET state = ? WHERE seq = ?', e.mayHaveBeenWritten === false ? r.state : WAITING_MAYBE_WRITTEN, r.seq)
+          this.eventsWaiting = true
           throw e
         },
       ))
@@ -626,12 +649,13 @@ export class KafkaProducerObject {
   /** The next waiting requests rows, up to `events` events and `bytes` of JSON (at least one row), now handed to the producer. */
   private takeRequests(events: number, bytes: number): Flight[] {
     const out: Flight[] = []
-    if (events <= 0) return out
+    if (events <= 0 || (this.lastRequestSeq >= 0 && this.handedSeq >= this.lastRequestSeq)) return out
     let n = 0
     let size = 0
+    let more = false
     for (const r of this.sql.exec<{ seq: number; body: string; n: number; accepted_at: number }>(
       'SELECT seq, body, n, accepted_at FROM requests WHERE seq > ? ORDER BY seq LIMIT ?', this.handedSeq, events)) {
-      if (out.length > 0 && (n + r.n > events || size + r.body.length > bytes)) break
+      if (out.length > 0 && (n + r.n > events || size + r.body.length > bytes)) { more = true; break }
       n += r.n
       size += r.body.length
       const records = JSON.parse(r.body) as TelemetryRecord[]
@@ -640,6 +664,7 @@ export class KafkaProducerObject {
       this.flights.set(f.seq, f)
       this.handedSeq = f.seq
     }
+    if (!more && out.length < events) this.lastRequestSeq = Math.max(this.lastRequestSeq, this.handedSeq)
     return out
   }
 
@@ -692,6 +717,7 @@ export class KafkaProducerObject {
   /** Events as events rows, in this order: one statement. */
   private insertEventRows(rows: ReadonlyArray<TelemetryRecord & { state: number; at: number }>): void {
     if (rows.length === 0) return
+    this.eventsWaiting = true
     this.sql.exec(`INSERT INTO events (id, key, value, ts, type, state, accepted_at)
       SELECT j.value ->> 'id', j.value ->> 'key', j.value ->> 'value', j.value ->> 'timestamp', j.value ->> 'type', j.value ->> 'state', j.value ->> 'at'
       FROM json_each(?) AS j ORDER BY j.key`, JSON.stringify(rows))
