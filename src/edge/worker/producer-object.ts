@@ -63,6 +63,10 @@ const ACKED = 1
 const NOT_WRITTEN = 2
 const MAYBE_WRITTEN = 3
 
+type WaitingRequest = { seq: number; body: string; n: number; accepted_at: number }
+/** The most JSON of waiting requests the object keeps in memory (more stays in SQLite only). */
+const QUEUE_BYTES = 4 << 20
+
 /** A requests row handed to the producer in this object's life, until storage no longer needs it. */
 interface Flight {
   seq: number; records: TelemetryRecord[]; acceptedAt: number
@@ -119,8 +123,15 @@ export class KafkaProducerObject {
    */
   private handedSeq = 0
   private savedHanded = 0
-  /** The newest requests seq, once known (-1 before): the pump does not look for rows past it. */
-  private lastRequestSeq = -1
+  /**
+   * The requests rows past handedSeq, in seq order, while they are known and fit in QUEUE_BYTES
+   * (null: read them from SQLite). Accept appends the row it stored, so the pump reads back none of
+   * what it just wrote, and asks SQLite nothing when there is nothing to produce.
+   */
+  private queue: WaitingRequest[] | null = null
+  private queueBytes = 0
+  /** The head row last written, without its savedAt (which nothing reads back): a save that would rewrite it as it is skips it. */
+  private headWritten: string | null = null
   /**
    * Events rows may be waiting (cleared when the pump finds none, set by whatever makes one wait):
    * most objects have none, and an empty query still costs an exec per round.
@@ -310,6 +321,8 @@ export class KafkaProducerObject {
         })
         // Rows above the mark were never in a saved checkpoint, so none of their events was sent.
         this.eventsWaiting = true
+        this.queue = null
+        this.headWritten = null
         this.flights.clear()
         this.handedSeq = this.savedHanded
         this.backlogCount = -1
@@ -331,8 +344,9 @@ export class KafkaProducerObject {
           else if (f.acked > f.savedDone) partial.push(f)
         }
         const handed = this.handedSeq
+        const head = `${handed} ${checkpointHead({ ...cp, savedAt: 0 })}`
         this.ctx.storage.transactionSync(() => {
-          this.sql.exec('INSERT OR REPLACE INTO checkpoint_head (k, body, handed) VALUES (0, ?, ?)', checkpointHead(cp), handed)
+          if (head !== this.headWritten || this.legacyCheckpoint) this.sql.exec('INSERT OR REPLACE INTO checkpoint_head (k, body, handed) VALUES (0, ?, ?)', checkpointHead(cp), handed)
           if (this.legacyCheckpoint) this.sql.exec('DROP TABLE IF EXISTS producer_checkpoint')
           if (gone.length > 0) this.sql.exec('DELETE FROM checkpoint_batches WHERE k IN (SELECT value FROM json_each(?))', JSON.stringify(gone))
           const added: SqlValue[][] = []
@@ -382,6 +396,7 @@ export class KafkaProducerObject {
         for (const f of complete) { this.flights.delete(f.seq); this.backlogCount -= f.records.length - f.savedDone }
         for (const f of partial) { this.backlogCount -= f.acked - f.savedDone; f.savedDone = f.acked }
         this.savedHanded = handed
+        this.headWritten = head
         this.legacyCheckpoint = false
         for (const k of gone) this.storedBatches.delete(k)
         for (const k of written) this.storedBatches.set(k, { bytes: rows.get(k)!.bytes, delivered: delivered(rows.get(k)!) })
@@ -537,6 +552,7 @@ export class KafkaProducerObject {
     const { count } = this.backlogCounts()
     let stored: number
     let total: number
+    // The row's seq when the request is stored as it came (so the queue may hold its text).
     let seq: number | undefined
     try {
       // Three statements per request whatever its size (each exec costs the isolate CPU). The ids
@@ -557,7 +573,7 @@ export class KafkaProducerObject {
     } catch (e) {
       try {
         if (!(e instanceof Retried)) throw e
-        ;({ stored, total, seq } = this.acceptRetry(batch, now, count, max))
+        ;({ stored, total } = this.acceptRetry(batch, now, count, max))
       } catch (full) {
         if (!(full instanceof BacklogFull)) throw full
         this.stats.rejected += full.incoming
@@ -566,7 +582,13 @@ export class KafkaProducerObject {
           429, { 'retry-after': String(retryAfter) })
       }
     }
-    if (seq !== undefined && this.lastRequestSeq >= 0) this.lastRequestSeq = Math.max(this.lastRequestSeq, seq)
+    if (this.queue) {
+      if (seq === undefined || this.queueBytes + batch.length > QUEUE_BYTES) this.queue = null
+      else {
+        this.queue.push({ seq, body: batch, n: stored, accepted_at: now })
+        this.queueBytes += batch.length
+      }
+    }
     this.backlogCount += stored
     this.stats.accepted += stored
     this.stats.retriedIds += total - stored
@@ -576,7 +598,7 @@ export class KafkaProducerObject {
   }
 
   /** A request some of whose ids this object accepted before: only the others are stored (none, when all were). */
-  private acceptRetry(batch: string, now: number, count: number, max: number): { stored: number; total: number; seq?: number } {
+  private acceptRetry(batch: string, now: number, count: number, max: number): { stored: number; total: number } {
     const records = JSON.parse(batch) as TelemetryRecord[]
     const ids = JSON.stringify(records.map((r) => r.id))
     return this.ctx.storage.transactionSync(() => {
@@ -584,9 +606,8 @@ export class KafkaProducerObject {
       const fresh = records.filter((r) => !known.has(r.id))
       if (count + fresh.length > max) throw new BacklogFull(fresh.length)
       this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id, at) SELECT value, ? FROM json_each(?)', now, ids)
-      const seq = fresh.length === 0 ? undefined
-        : this.sql.exec<{ seq: number }>('INSERT INTO requests (body, n, accepted_at) VALUES (?, ?, ?) RETURNING seq', JSON.stringify(fresh), fresh.length, now).one().seq
-      return { stored: fresh.length, total: records.length, seq }
+      if (fresh.length > 0) this.sql.exec('INSERT INTO requests (body, n, accepted_at) VALUES (?, ?, ?)', JSON.stringify(fresh), fresh.length, now)
+      return { stored: fresh.length, total: records.length }
     })
   }
 
@@ -649,12 +670,12 @@ export class KafkaProducerObject {
   /** The next waiting requests rows, up to `events` events and `bytes` of JSON (at least one row), now handed to the producer. */
   private takeRequests(events: number, bytes: number): Flight[] {
     const out: Flight[] = []
-    if (events <= 0 || (this.lastRequestSeq >= 0 && this.handedSeq >= this.lastRequestSeq)) return out
+    if (events <= 0) return out
     let n = 0
     let size = 0
     let more = false
-    for (const r of this.sql.exec<{ seq: number; body: string; n: number; accepted_at: number }>(
-      'SELECT seq, body, n, accepted_at FROM requests WHERE seq > ? ORDER BY seq LIMIT ?', this.handedSeq, events)) {
+    const queue = this.queue
+    for (const r of queue ?? this.sql.exec<WaitingRequest>('SELECT seq, body, n, accepted_at FROM requests WHERE seq > ? ORDER BY seq LIMIT ?', this.handedSeq, events)) {
       if (out.length > 0 && (n + r.n > events || size + r.body.length > bytes)) { more = true; break }
       n += r.n
       size += r.body.length
@@ -664,7 +685,14 @@ export class KafkaProducerObject {
       this.flights.set(f.seq, f)
       this.handedSeq = f.seq
     }
-    if (!more && out.length < events) this.lastRequestSeq = Math.max(this.lastRequestSeq, this.handedSeq)
+    if (queue) {
+      queue.splice(0, out.length)
+      this.queueBytes -= size
+    } else if (!more && out.length < events) {
+      // SQLite has no more rows: from now on the queue knows them all.
+      this.queue = []
+      this.queueBytes = 0
+    }
     return out
   }
 
