@@ -64,6 +64,12 @@ const NOT_WRITTEN = 2
 const MAYBE_WRITTEN = 3
 
 type WaitingRequest = { seq: number; body: string; n: number; accepted_at: number }
+/**
+ * The longest JSON (UTF-16 units) one requests row holds: a Durable Object's SQLite row holds at
+ * most 2 MB, and a unit is at most 3 bytes of UTF-8. A longer request (escaping can make the JSON
+ * sent to an object longer than the body it came in) is split into several rows.
+ */
+const ROW_CHARS = 600_000
 /** The most JSON of waiting requests the object keeps in memory (more stays in SQLite only). */
 const QUEUE_BYTES = 4 << 20
 
@@ -562,6 +568,7 @@ export class KafkaProducerObject {
       // retry) the transaction is rolled back and the request stored without them; past the backlog
       // it is rolled back and nothing is stored.
       ;({ stored, total, seq } = this.ctx.storage.transactionSync(() => {
+        if (batch.length > ROW_CHARS) throw new Retried()
         const events = this.sql.exec<{ b: ArrayBuffer }>('SELECT jsonb(?) AS b', batch).one().b
         this.sql.exec("INSERT OR IGNORE INTO accepted_ids (id, at) SELECT ?2 ->> ('$[' || j.key || '].id'), ?1 FROM json_each(?2) AS j", now, events)
         const row = this.sql.exec<{ seq: number; fresh: number; total: number }>(
@@ -573,7 +580,7 @@ export class KafkaProducerObject {
     } catch (e) {
       try {
         if (!(e instanceof Retried)) throw e
-        ;({ stored, total } = this.acceptRetry(batch, now, count, max))
+        ;({ stored, total } = this.acceptParsed(batch, now, count, max))
       } catch (full) {
         if (!(full instanceof BacklogFull)) throw full
         this.stats.rejected += full.incoming
@@ -597,8 +604,11 @@ export class KafkaProducerObject {
     return json({ accepted: total, topic: this.env.TELEMETRY_TOPIC }, 202)
   }
 
-  /** A request some of whose ids this object accepted before: only the others are stored (none, when all were). */
-  private acceptRetry(batch: string, now: number, count: number, max: number): { stored: number; total: number } {
+  /**
+   * A request some of whose ids this object accepted before, or too large for one row: only the
+   * others are stored (none, when all were), in rows of at most ROW_CHARS.
+   */
+  private acceptParsed(batch: string, now: number, count: number, max: number): { stored: number; total: number } {
     const records = JSON.parse(batch) as TelemetryRecord[]
     const ids = JSON.stringify(records.map((r) => r.id))
     return this.ctx.storage.transactionSync(() => {
@@ -606,7 +616,20 @@ export class KafkaProducerObject {
       const fresh = records.filter((r) => !known.has(r.id))
       if (count + fresh.length > max) throw new BacklogFull(fresh.length)
       this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id, at) SELECT value, ? FROM json_each(?)', now, ids)
-      if (fresh.length > 0) this.sql.exec('INSERT INTO requests (body, n, accepted_at) VALUES (?, ?, ?)', JSON.stringify(fresh), fresh.length, now)
+      let part: string[] = []
+      let chars = 0
+      const flush = () => {
+        if (part.length > 0) this.sql.exec('INSERT INTO requests (body, n, accepted_at) VALUES (?, ?, ?)', `[${part.join(',')}]`, part.length, now)
+        part = []
+        chars = 0
+      }
+      for (const r of fresh) {
+        const text = JSON.stringify(r)
+        if (chars + text.length + 2 > ROW_CHARS) flush()
+        part.push(text)
+        chars += text.length + 1
+      }
+      flush()
       return { stored: fresh.length, total: records.length }
     })
   }
