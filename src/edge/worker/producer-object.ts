@@ -351,6 +351,8 @@ export class KafkaProducerObject {
         }
         const handed = this.handedSeq
         const head = `${handed} ${checkpointHead({ ...cp, savedAt: 0 })}`
+        // Counted before the deletes below, which then adjust it.
+        this.backlogCounts()
         this.ctx.storage.transactionSync(() => {
           if (head !== this.headWritten || this.legacyCheckpoint) this.sql.exec('INSERT OR REPLACE INTO checkpoint_head (k, body, handed) VALUES (0, ?, ?)', checkpointHead(cp), handed)
           if (this.legacyCheckpoint) this.sql.exec('DROP TABLE IF EXISTS producer_checkpoint')
@@ -398,7 +400,6 @@ export class KafkaProducerObject {
           }
         })
         this.acked.clear()
-        this.backlogCounts()
         for (const f of complete) { this.flights.delete(f.seq); this.backlogCount -= f.records.length - f.savedDone }
         for (const f of partial) { this.backlogCount -= f.acked - f.savedDone; f.savedDone = f.acked }
         this.savedHanded = handed
