@@ -644,7 +644,8 @@ export class KafkaProducerObject {
     const producer = await this.getProducer()
     for (;;) {
       // Rows of the events table first (OTLP records, events a restart or a failed send unpacked,
-      // rows older than the requests table): all were accepted before any waiting request.
+      // rows older than the requests table): its events were accepted before any waiting request
+      // (OTLP records go to other topics: their order against events does not matter).
       // Values of OTLP records are read one by one as they are sent: a round holds at most ROUND_BYTES of them.
       const listed = !this.eventsWaiting ? [] : this.sql.exec<Row>(`SELECT seq, id, key, value, ts, type, state, accepted_at, topic, bkey, headers, chunks, size FROM events
         WHERE state IN (?, ?) ORDER BY seq LIMIT ?`, WAITING, WAITING_MAYBE_WRITTEN, ROUND).toArray()
