@@ -1,5 +1,6 @@
 // An object whose storage is in the earlier form (the checkpoint one JSON row, batches as base64, in
-// the table producer_checkpoint; accepted_ids a rowid table; the full events_state index) resumes
+// the table producer_checkpoint; accepted_ids a rowid table; the full events_state index; one events
+// row per event, those handed to the producer in state 1, instead of one requests row per request) resumes
 // it exactly once under the current layout (a head row and one BLOB row per batch), and still knows
 // the ids it accepted. The earlier form is made from a real checkpoint: events are accepted while
 // the broker is stopped (SIGSTOP), so the producer saves batches it gets no answer for; wrangler dev
@@ -43,7 +44,7 @@ export class ProducerObject extends KafkaProducerObject {
   override async fetch(req: Request): Promise<Response> {
     if (new URL(req.url).pathname !== '/downgrade') return super.fetch(req)
     const { sql } = this.state.storage
-    const head = sql.exec('SELECT body FROM checkpoint_head WHERE k = 0').toArray()[0]
+    const head = sql.exec('SELECT body, handed FROM checkpoint_head WHERE k = 0').toArray()[0]
     if (!head) return Response.json({ batches: 0 })
     const rows = sql.exec('SELECT topic, partition, base_sequence, record_count, bytes FROM checkpoint_batches ORDER BY n').toArray()
     const pending = rows.map((r) => ({ topic: r.topic, partition: r.partition, baseSequence: r.base_sequence, recordCount: r.record_count, bytes: base64(r.bytes) }))
@@ -58,6 +59,11 @@ export class ProducerObject extends KafkaProducerObject {
       sql.exec('DROP TABLE accepted_ids')
       sql.exec('ALTER TABLE accepted_ids_rowid RENAME TO accepted_ids')
       sql.exec('CREATE INDEX accepted_ids_at ON accepted_ids (at)')
+      // The earlier one row per event: handed to the producer (1) up to the head's mark, else waiting (0).
+      sql.exec(\`INSERT INTO events (id, key, value, ts, type, state, accepted_at)
+        SELECT e.value ->> 'id', e.value ->> 'key', e.value ->> 'value', e.value ->> 'timestamp', e.value ->> 'type', CASE WHEN r.seq <= ? THEN 1 ELSE 0 END, r.accepted_at
+        FROM requests AS r, json_each(r.body) AS e WHERE r.done IS NULL OR e.key NOT IN (SELECT value FROM json_each(r.done)) ORDER BY r.seq, e.key\`, head.handed)
+      sql.exec('DROP TABLE requests')
       sql.exec('DROP INDEX events_taken')
       sql.exec('CREATE INDEX events_state ON events (state, seq)')
     })

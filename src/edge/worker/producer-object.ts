@@ -6,7 +6,7 @@ import type { ProducerSettings } from '../producer/config.js'
 import { createProducer, type Producer } from '../producer/producer.js'
 import { loadCore, readBatchRecords, type Core, type CompressionType } from '../wasm/core.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
-import type { DurableObjectState, Env, SqlStorage } from './env.js'
+import type { DurableObjectState, Env, SqlStorage, SqlValue } from './env.js'
 import { toRecords, type OtlpRecord, type Signal } from '../otlp/records.js'
 import { otlpSettings } from './otlp.js'
 import { batchRowKey, checkpointFromJson, checkpointHead, countingOpens, relayTransport, securitySettings, type MetricSample } from './settings.js'
@@ -42,6 +42,8 @@ const RESUMED = 3
 export const ACCEPTED_ID_WINDOW_MS = 3_600_000
 /** Rows one produce round hands to the producer at most, and their bytes (bounded memory per round). */
 const ROUND = 2000
+/** New checkpoint_batches rows per INSERT: 8 bound values each, under the 100 a statement may have. */
+const BATCH_ROWS = 12
 const ROUND_BYTES = 16 << 20
 
 /**
@@ -55,6 +57,32 @@ interface Row {
 
 /** What deleting a stored row needs to know of it. */
 type Stored = Pick<Row, 'seq' | 'size' | 'chunks'>
+
+// What became of each event of a request handed to the producer (0 while its send is open).
+const ACKED = 1
+const NOT_WRITTEN = 2
+const MAYBE_WRITTEN = 3
+
+type WaitingRequest = { seq: number; body: string; n: number; accepted_at: number }
+/**
+ * The longest JSON (UTF-16 units) one requests row holds: a Durable Object's SQLite row holds at
+ * most 2 MB, and a unit is at most 3 bytes of UTF-8. A longer request (escaping can make the JSON
+ * sent to an object longer than the body it came in) is split into several rows.
+ */
+const ROW_CHARS = 600_000
+/** The most JSON of waiting requests the object keeps in memory (more stays in SQLite only). */
+const QUEUE_BYTES = 4 << 20
+
+/** A requests row handed to the producer in this object's life, until storage no longer needs it. */
+interface Flight {
+  seq: number; records: TelemetryRecord[]; acceptedAt: number
+  /** Per event: 0 while its send is open, then ACKED, NOT_WRITTEN or MAYBE_WRITTEN. */
+  outcome: Uint8Array
+  acked: number
+  /** Acknowledged events already written to the row's `done` (and out of the backlog count). */
+  savedDone: number
+  failed: boolean
+}
 
 /**
  * The Durable Object that owns ONE long-lived idempotent producer per shard. In `durable` mode (the
@@ -92,6 +120,29 @@ export class KafkaProducerObject {
   /** The checkpoint was loaded from the earlier one-JSON-row table: the next save drops it. */
   private legacyCheckpoint = false
   private readonly idsOfBatch = new Map<string, string[]>()
+  /** Requests rows handed to the producer and not yet deleted or unpacked, by seq. */
+  private readonly flights = new Map<number, Flight>()
+  /**
+   * The highest requests seq handed to the producer: later rows are waiting. Every save stores it
+   * (checkpoint_head.handed), so a restart knows which rows may have events in the log or in the
+   * checkpoint's batches: only those are looked at, the rest wait as they are.
+   */
+  private handedSeq = 0
+  private savedHanded = 0
+  /**
+   * The requests rows past handedSeq, in seq order, while they are known and fit in QUEUE_BYTES
+   * (null: read them from SQLite). Accept appends the row it stored, so the pump reads back none of
+   * what it just wrote, and asks SQLite nothing when there is nothing to produce.
+   */
+  private queue: WaitingRequest[] | null = null
+  private queueBytes = 0
+  /** The head row last written, without its savedAt (which nothing reads back): a save that would rewrite it as it is skips it. */
+  private headWritten: string | null = null
+  /**
+   * Events rows may be waiting (cleared when the pump finds none, set by whatever makes one wait):
+   * most objects have none, and an empty query still costs an exec per round.
+   */
+  private eventsWaiting = true
   private readonly startedMs = Date.now()
   private prunedMs = 0
   private readonly stats = { accepted: 0, produced: 0, rejected: 0, relabelled: 0, retriedIds: 0, latencySum: 0, latencyCount: 0, rounds: 0 }
@@ -117,7 +168,17 @@ export class KafkaProducerObject {
     // The checkpoint: its head (identity, sequences, ticket) as JSON, and one row per pending batch
     // with the batch as a BLOB, in first-checkpointed order (n). Objects written before this layout
     // have the table producer_checkpoint instead (load reads it; the next save replaces it).
-    this.sql.exec('CREATE TABLE IF NOT EXISTS checkpoint_head (k INTEGER PRIMARY KEY CHECK (k = 0), body TEXT NOT NULL)')
+    this.sql.exec('CREATE TABLE IF NOT EXISTS checkpoint_head (k INTEGER PRIMARY KEY CHECK (k = 0), body TEXT NOT NULL, handed INTEGER NOT NULL DEFAULT 0)')
+    if (!this.sql.exec<{ name: string }>('PRAGMA table_info(checkpoint_head)').toArray().some((c) => c.name === 'handed')) {
+      this.sql.exec('ALTER TABLE checkpoint_head ADD COLUMN handed INTEGER NOT NULL DEFAULT 0')
+    }
+    // One row per accepted POST /events request: its events as the JSON the app sent, so accepting,
+    // handing over and deleting them are one write each, whatever their number. Which of its events
+    // Kafka acknowledged is kept in memory and, once a save drops their batches while others are
+    // still unacknowledged, in done (a JSON array of their indexes). AUTOINCREMENT: seqs are never
+    // reused, so checkpoint_head.handed keeps meaning the same rows.
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS requests (seq INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL, n INTEGER NOT NULL,
+      accepted_at INTEGER NOT NULL, done TEXT)`)
     this.sql.exec(`CREATE TABLE IF NOT EXISTS checkpoint_batches (n INTEGER PRIMARY KEY AUTOINCREMENT, k TEXT NOT NULL UNIQUE, topic TEXT NOT NULL,
       partition INTEGER NOT NULL, base_sequence INTEGER NOT NULL, record_count INTEGER NOT NULL, bytes BLOB NOT NULL, relabelled INTEGER NOT NULL, delivered TEXT)`)
     // WITHOUT ROWID: the id is the table's own key (a rowid table would keep a second b-tree for it).
@@ -226,7 +287,8 @@ export class KafkaProducerObject {
   /** The stored checkpoint (rows, or the earlier one-JSON-row form), and storedBatches set to what is stored. */
   private loadCheckpoint(): ProducerCheckpoint | undefined {
     this.storedBatches.clear()
-    const head = this.sql.exec<{ body: string }>('SELECT body FROM checkpoint_head WHERE k = 0').toArray()[0]
+    const head = this.sql.exec<{ body: string; handed: number }>('SELECT body, handed FROM checkpoint_head WHERE k = 0').toArray()[0]
+    this.savedHanded = head?.handed ?? 0
     if (!head) {
       // Every object of the earlier code has the table, most with no row (no checkpoint saved yet): the next save drops it either way.
       this.legacyCheckpoint = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'producer_checkpoint'").one().n > 0
@@ -261,7 +323,15 @@ export class KafkaProducerObject {
             if (next !== r.state) this.sql.exec('UPDATE events SET state = ? WHERE seq = ?', next, r.seq)
             if (next === RESUMED) this.resumedRows = true
           }
+          if (this.unpackHanded(ids)) this.resumedRows = true
         })
+        // Rows above the mark were never in a saved checkpoint, so none of their events was sent.
+        this.eventsWaiting = true
+        this.queue = null
+        this.headWritten = null
+        this.flights.clear()
+        this.handedSeq = this.savedHanded
+        this.backlogCount = -1
         return cp
       },
       save: async (cp: ProducerCheckpoint) => {
@@ -273,15 +343,25 @@ export class KafkaProducerObject {
         const delivered = (p: PendingBatch) => (p.relabelled ? JSON.stringify(p.delivered ?? []) : null)
         const written: string[] = []
         const gone = [...this.storedBatches.keys()].filter((k) => !rows.has(k))
+        const complete: Flight[] = []
+        const partial: Flight[] = []
+        for (const f of this.flights.values()) {
+          if (f.acked === f.records.length) complete.push(f)
+          else if (f.acked > f.savedDone) partial.push(f)
+        }
+        const handed = this.handedSeq
+        const head = `${handed} ${checkpointHead({ ...cp, savedAt: 0 })}`
+        // Counted before the deletes below, which then adjust it.
+        this.backlogCounts()
         this.ctx.storage.transactionSync(() => {
-          this.sql.exec('INSERT OR REPLACE INTO checkpoint_head (k, body) VALUES (0, ?)', checkpointHead(cp))
+          if (head !== this.headWritten || this.legacyCheckpoint) this.sql.exec('INSERT OR REPLACE INTO checkpoint_head (k, body, handed) VALUES (0, ?, ?)', checkpointHead(cp), handed)
           if (this.legacyCheckpoint) this.sql.exec('DROP TABLE IF EXISTS producer_checkpoint')
           if (gone.length > 0) this.sql.exec('DELETE FROM checkpoint_batches WHERE k IN (SELECT value FROM json_each(?))', JSON.stringify(gone))
+          const added: SqlValue[][] = []
           for (const [k, p] of rows) {
             const was = this.storedBatches.get(k)
             if (!was) {
-              this.sql.exec('INSERT INTO checkpoint_batches (k, topic, partition, base_sequence, record_count, bytes, relabelled, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-                k, p.topic, p.partition, p.baseSequence, p.recordCount, buffer(p.bytes), p.relabelled ? 1 : 0, delivered(p))
+              added.push([k, p.topic, p.partition, p.baseSequence, p.recordCount, buffer(p.bytes), p.relabelled ? 1 : 0, delivered(p)])
             } else if ((was.bytes !== p.bytes && !equalBytes(was.bytes, p.bytes)) || was.delivered !== delivered(p)) {
               this.sql.exec('UPDATE checkpoint_batches SET base_sequence = ?, record_count = ?, bytes = ?, delivered = ? WHERE k = ?',
                 p.baseSequence, p.recordCount, buffer(p.bytes), delivered(p), k)
@@ -292,8 +372,23 @@ export class KafkaProducerObject {
             }
             written.push(k)
           }
+          // New batches in a few statements rather than one each (each exec costs the isolate CPU);
+          // BATCH_ROWS rows keep a statement's bound values within what workerd's SQLite allows.
+          for (let i = 0; i < added.length; i += BATCH_ROWS) {
+            const part = added.slice(i, i + BATCH_ROWS)
+            this.sql.exec(`INSERT INTO checkpoint_batches (k, topic, partition, base_sequence, record_count, bytes, relabelled, delivered) VALUES
+              ${part.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`, ...part.flat())
+          }
           // One statement per save, not one per event: each exec costs workerd CPU.
           if (this.acked.size > 0) this.deleteRows([...this.acked.values()])
+          // A request whose events are all in the log leaves; one partly acknowledged says which are,
+          // as this save may drop their batches (a restart must not send those again).
+          if (complete.length > 0) this.sql.exec('DELETE FROM requests WHERE seq IN (SELECT value FROM json_each(?))', JSON.stringify(complete.map((f) => f.seq)))
+          for (const f of partial) {
+            const done: number[] = []
+            f.outcome.forEach((o, i) => { if (o === ACKED) done.push(i) })
+            this.sql.exec('UPDATE requests SET done = ? WHERE seq = ?', JSON.stringify(done), f.seq)
+          }
           // Taken over from the checkpoint and no longer in it: in the log (or relabelled, then in the new batches).
           if (ids) {
             let left = 0
@@ -305,6 +400,10 @@ export class KafkaProducerObject {
           }
         })
         this.acked.clear()
+        for (const f of complete) { this.flights.delete(f.seq); this.backlogCount -= f.records.length - f.savedDone }
+        for (const f of partial) { this.backlogCount -= f.acked - f.savedDone; f.savedDone = f.acked }
+        this.savedHanded = handed
+        this.headWritten = head
         this.legacyCheckpoint = false
         for (const k of gone) this.storedBatches.delete(k)
         for (const k of written) this.storedBatches.set(k, { bytes: rows.get(k)!.bytes, delivered: delivered(rows.get(k)!) })
@@ -370,7 +469,8 @@ export class KafkaProducerObject {
 
   private backlogCounts(): { count: number; bytes: number } {
     if (this.backlogCount < 0) {
-      const all = this.sql.exec<{ n: number; bytes: number }>('SELECT COUNT(*) AS n, COALESCE(SUM(size), 0) AS bytes FROM events').one()
+      const all = this.sql.exec<{ n: number; bytes: number }>(`SELECT COUNT(*) + (SELECT COALESCE(SUM(n - COALESCE(json_array_length(done), 0)), 0) FROM requests) AS n,
+        COALESCE(SUM(size), 0) AS bytes FROM events`).one()
       this.backlogCount = all.n
       this.backlogBytes = all.bytes
     }
@@ -379,7 +479,8 @@ export class KafkaProducerObject {
 
   /** When the oldest stored row was accepted (for /metrics only: one query). */
   private oldestAcceptedAt(): number | null {
-    return this.sql.exec<{ at: number }>('SELECT accepted_at AS at FROM events ORDER BY seq LIMIT 1').toArray()[0]?.at ?? null
+    return this.sql.exec<{ at: number | null }>(`SELECT MIN(at) AS at FROM (SELECT (SELECT accepted_at FROM events ORDER BY seq LIMIT 1) AS at
+      UNION ALL SELECT (SELECT accepted_at FROM requests ORDER BY seq LIMIT 1))`).one().at
   }
 
   /** Seconds a client waits before retrying a refused request: the excess over the rate drained so far (30 s before anything drained). */
@@ -429,6 +530,7 @@ export class KafkaProducerObject {
         }
       })
     })
+    this.eventsWaiting = true
     this.backlogCount += records.length
     this.backlogBytes += bytes
     this.stats.accepted += records.length
@@ -447,42 +549,53 @@ export class KafkaProducerObject {
   }
 
   /**
-   * Durable accept of the app's validated events (a JSON array of TelemetryRecord), handed to SQLite
-   * as the text they came in: the object never parses them. The answer has no ids (the app has them).
+   * Durable accept of the app's validated events (a JSON array of TelemetryRecord), stored as one
+   * requests row holding the text they came in: the object parses nothing. The answer has no ids
+   * (the app has them).
    */
   private async accept(batch: string): Promise<Response> {
     const now = Date.now()
     const max = this.maxBacklog()
     const { count } = this.backlogCounts()
-    // Four statements per request whatever its size (each exec costs the isolate CPU). The events
-    // are parsed once, into JSONB, and their fields read from it by index: json_each's value column
-    // would render each event back to JSON text (jsonb_each, which would not, is not in workerd's
-    // SQLite). No separate count of the new events first: the insert counts them (changes()), and
-    // past the backlog the transaction is rolled back, so a refused request stores nothing. An id
-    // this object accepted within the window is a client's retry: answered, not stored again.
-    const field = (name: string, events = 3) => `?${events} ->> ('$[' || j.key || '].${name}')`
     let stored: number
-    let total = 0
+    let total: number
+    // The row's seq when the request is stored as it came (so the queue may hold its text).
+    let seq: number | undefined
     try {
-      stored = this.ctx.storage.transactionSync(() => {
+      // Three statements per request whatever its size (each exec costs the isolate CPU). The ids
+      // are read out of JSONB by index (json_each's value column would render each event back to
+      // JSON text; jsonb_each, which would not, is not in workerd's SQLite). changes() in the row's
+      // insert is the number of ids new to accepted_ids: when some were accepted before (a client's
+      // retry) the transaction is rolled back and the request stored without them; past the backlog
+      // it is rolled back and nothing is stored.
+      ;({ stored, total, seq } = this.ctx.storage.transactionSync(() => {
+        if (batch.length > ROW_CHARS) throw new Retried()
         const events = this.sql.exec<{ b: ArrayBuffer }>('SELECT jsonb(?) AS b', batch).one().b
-        this.sql.exec(`INSERT INTO events (id, key, value, ts, type, state, accepted_at)
-          SELECT e.id, e.key, e.value, e.ts, e.type, ?1, ?2 FROM (SELECT j.key AS i, ${field('id')} AS id, ${field('key')} AS key, ${field('value')} AS value,
-            ${field('timestamp')} AS ts, ${field('type')} AS type FROM json_each(?3) AS j) AS e
-          WHERE NOT EXISTS (SELECT 1 FROM accepted_ids AS a WHERE a.id = e.id) ORDER BY e.i`, WAITING, now, events)
-        const counted = this.sql.exec<{ n: number; total: number }>('SELECT changes() AS n, json_array_length(?) AS total', events).one()
-        const n = counted.n
-        total = counted.total
-        if (count + n > max) throw new BacklogFull(n)
-        this.sql.exec(`INSERT OR IGNORE INTO accepted_ids (id, at) SELECT ${field('id', 2)}, ?1 FROM json_each(?2) AS j`, now, events)
-        return n
-      })
+        this.sql.exec("INSERT OR IGNORE INTO accepted_ids (id, at) SELECT ?2 ->> ('$[' || j.key || '].id'), ?1 FROM json_each(?2) AS j", now, events)
+        const row = this.sql.exec<{ seq: number; fresh: number; total: number }>(
+          'INSERT INTO requests (body, n, accepted_at) VALUES (?1, changes(), ?2) RETURNING seq, n AS fresh, json_array_length(?3) AS total', batch, now, events).one()
+        if (row.fresh < row.total) throw new Retried()
+        if (count + row.fresh > max) throw new BacklogFull(row.fresh)
+        return { stored: row.fresh, total: row.total, seq: row.seq }
+      }))
     } catch (e) {
-      if (!(e instanceof BacklogFull)) throw e
-      this.stats.rejected += e.incoming
-      const retryAfter = this.retryAfter(count + e.incoming - max)
-      return json({ error: `backlog full: ${count} events wait to be produced (at most ${max}); retry after ${retryAfter} s` },
-        429, { 'retry-after': String(retryAfter) })
+      try {
+        if (!(e instanceof Retried)) throw e
+        ;({ stored, total } = this.acceptParsed(batch, now, count, max))
+      } catch (full) {
+        if (!(full instanceof BacklogFull)) throw full
+        this.stats.rejected += full.incoming
+        const retryAfter = this.retryAfter(count + full.incoming - max)
+        return json({ error: `backlog full: ${count} events wait to be produced (at most ${max}); retry after ${retryAfter} s` },
+          429, { 'retry-after': String(retryAfter) })
+      }
+    }
+    if (this.queue) {
+      if (seq === undefined || this.queueBytes + batch.length > QUEUE_BYTES) this.queue = null
+      else {
+        this.queue.push({ seq, body: batch, n: stored, accepted_at: now })
+        this.queueBytes += batch.length
+      }
     }
     this.backlogCount += stored
     this.stats.accepted += stored
@@ -490,6 +603,36 @@ export class KafkaProducerObject {
     // Written before the answer leaves (the output gate holds it until the rows are durable).
     if (!this.pumping && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now())
     return json({ accepted: total, topic: this.env.TELEMETRY_TOPIC }, 202)
+  }
+
+  /**
+   * A request some of whose ids this object accepted before, or too large for one row: only the
+   * others are stored (none, when all were), in rows of at most ROW_CHARS.
+   */
+  private acceptParsed(batch: string, now: number, count: number, max: number): { stored: number; total: number } {
+    const records = JSON.parse(batch) as TelemetryRecord[]
+    const ids = JSON.stringify(records.map((r) => r.id))
+    return this.ctx.storage.transactionSync(() => {
+      const known = new Set(this.sql.exec<{ id: string }>('SELECT a.id FROM json_each(?) AS j JOIN accepted_ids AS a ON a.id = j.value', ids).toArray().map((r) => r.id))
+      const fresh = records.filter((r) => !known.has(r.id))
+      if (count + fresh.length > max) throw new BacklogFull(fresh.length)
+      this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id, at) SELECT value, ? FROM json_each(?)', now, ids)
+      let part: string[] = []
+      let chars = 0
+      const flush = () => {
+        if (part.length > 0) this.sql.exec('INSERT INTO requests (body, n, accepted_at) VALUES (?, ?, ?)', `[${part.join(',')}]`, part.length, now)
+        part = []
+        chars = 0
+      }
+      for (const r of fresh) {
+        const text = JSON.stringify(r)
+        if (chars + text.length + 2 > ROW_CHARS) flush()
+        part.push(text)
+        chars += text.length + 1
+      }
+      flush()
+      return { stored: fresh.length, total: records.length }
+    })
   }
 
   private pump(): Promise<void> {
@@ -500,39 +643,145 @@ export class KafkaProducerObject {
   private async pumpRounds(): Promise<void> {
     const producer = await this.getProducer()
     for (;;) {
+      // Rows of the events table first (OTLP records, events a restart or a failed send unpacked,
+      // rows older than the requests table): its events were accepted before any waiting request
+      // (OTLP records go to other topics: their order against events does not matter).
       // Values of OTLP records are read one by one as they are sent: a round holds at most ROUND_BYTES of them.
-      const listed = this.sql.exec<Row>(`SELECT seq, id, key, value, ts, type, state, accepted_at, topic, bkey, headers, chunks, size FROM events
+      const listed = !this.eventsWaiting ? [] : this.sql.exec<Row>(`SELECT seq, id, key, value, ts, type, state, accepted_at, topic, bkey, headers, chunks, size FROM events
         WHERE state IN (?, ?) ORDER BY seq LIMIT ?`, WAITING, WAITING_MAYBE_WRITTEN, ROUND).toArray()
-      if (listed.length === 0) break
+      if (listed.length === 0) this.eventsWaiting = false
       let bytes = 0
       const rows = listed.filter((r, i) => (bytes += r.size) <= ROUND_BYTES || i === 0)
+      const flights = this.takeRequests(ROUND - rows.length, ROUND_BYTES - bytes)
+      if (rows.length === 0 && flights.length === 0) break
       this.stats.rounds++
-      this.sql.exec('UPDATE events SET state = ? WHERE seq IN (SELECT value FROM json_each(?))', HANDED, JSON.stringify(rows.map((r) => r.seq)))
-      const sends = rows.map((r) => this.send(producer, r).then(
+      if (rows.length > 0) this.sql.exec('UPDATE events SET state = ? WHERE seq IN (SELECT value FROM json_each(?))', HANDED, JSON.stringify(rows.map((r) => r.seq)))
+      const sends = rows.map((r) => this.send(producer, r, r.state === WAITING_MAYBE_WRITTEN).then(
         () => {
           this.acked.set(r.seq, r)
-          this.stats.produced++
-          this.stats.latencySum += Date.now() - r.accepted_at
-          this.stats.latencyCount++
+          this.produced(r.accepted_at)
         },
         (e: Error & { mayHaveBeenWritten?: boolean }) => {
           // Not written: it waits as it was. Maybe written: resent later, labelled as a possible duplicate.
           this.sql.exec('UPDATE events SET state = ? WHERE seq = ?', e.mayHaveBeenWritten === false ? r.state : WAITING_MAYBE_WRITTEN, r.seq)
+          this.eventsWaiting = true
           throw e
         },
       ))
+      for (const f of flights) {
+        f.records.forEach((r, i) => sends.push(this.send(producer, r, false).then(
+          () => { f.outcome[i] = ACKED; f.acked++; this.produced(f.acceptedAt) },
+          (e: Error & { mayHaveBeenWritten?: boolean }) => {
+            f.outcome[i] = e.mayHaveBeenWritten === false ? NOT_WRITTEN : MAYBE_WRITTEN
+            f.failed = true
+            throw e
+          },
+        )))
+      }
       const settled = await Promise.allSettled(sends)
+      const failed = flights.filter((f) => f.failed)
+      if (failed.length > 0) this.unpackFailed(failed)
       if (settled.some((s) => s.status === 'rejected')) break
     }
     await producer.flush()
   }
 
-  private send(producer: Producer, r: Row | TelemetryRecord & { state?: number }) {
-    if ('topic' in r && r.topic !== null) return this.sendOtlp(producer, r)
+  private produced(acceptedAt: number): void {
+    this.stats.produced++
+    this.stats.latencySum += Date.now() - acceptedAt
+    this.stats.latencyCount++
+  }
+
+  /** The next waiting requests rows, up to `events` events and `bytes` of JSON (at least one row), now handed to the producer. */
+  private takeRequests(events: number, bytes: number): Flight[] {
+    const out: Flight[] = []
+    if (events <= 0) return out
+    let n = 0
+    let size = 0
+    let more = false
+    const queue = this.queue
+    for (const r of queue ?? this.sql.exec<WaitingRequest>('SELECT seq, body, n, accepted_at FROM requests WHERE seq > ? ORDER BY seq LIMIT ?', this.handedSeq, events)) {
+      if (out.length > 0 && (n + r.n > events || size + r.body.length > bytes)) { more = true; break }
+      n += r.n
+      size += r.body.length
+      const records = JSON.parse(r.body) as TelemetryRecord[]
+      const f: Flight = { seq: r.seq, records, acceptedAt: r.accepted_at, outcome: new Uint8Array(r.n), acked: 0, savedDone: 0, failed: false }
+      out.push(f)
+      this.flights.set(f.seq, f)
+      this.handedSeq = f.seq
+    }
+    if (queue) {
+      queue.splice(0, out.length)
+      this.queueBytes -= size
+    } else if (!more && out.length < events) {
+      // SQLite has no more rows: from now on the queue knows them all.
+      this.queue = []
+      this.queueBytes = 0
+    }
+    return out
+  }
+
+  /**
+   * Requests some of whose sends failed: their events not acknowledged become events rows (waiting,
+   * or waiting to be resent as possible duplicates), in the order they were accepted, and the
+   * request rows leave, in one transaction. The acknowledged ones are in the log: they leave too.
+   */
+  private unpackFailed(flights: readonly Flight[]): void {
+    const rows: Array<TelemetryRecord & { state: number; at: number }> = []
+    for (const f of flights) {
+      f.records.forEach((r, i) => {
+        if (f.outcome[i] !== ACKED) rows.push({ ...r, state: f.outcome[i] === NOT_WRITTEN ? WAITING : WAITING_MAYBE_WRITTEN, at: f.acceptedAt })
+      })
+    }
+    this.backlogCounts()
+    this.ctx.storage.transactionSync(() => {
+      this.insertEventRows(rows)
+      this.sql.exec('DELETE FROM requests WHERE seq IN (SELECT value FROM json_each(?))', JSON.stringify(flights.map((f) => f.seq)))
+    })
+    for (const f of flights) {
+      this.flights.delete(f.seq)
+      this.backlogCount -= f.acked - f.savedDone
+    }
+  }
+
+  /**
+   * At load: the requests rows a saved checkpoint may have handed over (seq up to its mark) become
+   * events rows, those whose events are in the checkpoint's batches taken over by the resuming
+   * producer, the others waiting; events the row's done lists are in the log and dropped. Returns
+   * whether some were taken over. Run inside load's transaction.
+   */
+  private unpackHanded(pendingIds: ReadonlySet<string>): boolean {
+    if (this.savedHanded === 0) return false
+    const handed = this.sql.exec<{ body: string; accepted_at: number; done: string | null }>(
+      'SELECT body, accepted_at, done FROM requests WHERE seq <= ? ORDER BY seq', this.savedHanded).toArray()
+    if (handed.length === 0) return false
+    const rows: Array<TelemetryRecord & { state: number; at: number }> = []
+    for (const h of handed) {
+      const done = new Set(JSON.parse(h.done ?? '[]') as number[])
+      ;(JSON.parse(h.body) as TelemetryRecord[]).forEach((r, i) => {
+        if (!done.has(i)) rows.push({ ...r, state: pendingIds.has(r.id) ? RESUMED : WAITING, at: h.accepted_at })
+      })
+    }
+    this.insertEventRows(rows)
+    this.sql.exec('DELETE FROM requests WHERE seq <= ?', this.savedHanded)
+    return rows.some((r) => r.state === RESUMED)
+  }
+
+  /** Events as events rows, in this order: one statement. */
+  private insertEventRows(rows: ReadonlyArray<TelemetryRecord & { state: number; at: number }>): void {
+    if (rows.length === 0) return
+    this.eventsWaiting = true
+    this.sql.exec(`INSERT INTO events (id, key, value, ts, type, state, accepted_at)
+      SELECT j.value ->> 'id', j.value ->> 'key', j.value ->> 'value', j.value ->> 'timestamp', j.value ->> 'type', j.value ->> 'state', j.value ->> 'at'
+      FROM json_each(?) AS j ORDER BY j.key`, JSON.stringify(rows))
+  }
+
+  private send(producer: Producer, r: Row | TelemetryRecord, relabel: boolean) {
+    if ('topic' in r && r.topic !== null) return this.sendOtlp(producer, r, relabel)
     const headers: Array<{ key: string; value: string }> = [
       { key: 'event-type', value: r.type }, { key: 'content-type', value: 'application/json' }, { key: EVENT_ID_HEADER, value: r.id },
     ]
-    if (r.state === WAITING_MAYBE_WRITTEN) {
+    if (relabel) {
       headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: '1' })
       this.stats.relabelled++
     }
@@ -540,10 +789,10 @@ export class KafkaProducerObject {
   }
 
   /** An OTLP record: the exporter's key, value and metadata headers, and the event-id header the resume reads. */
-  private sendOtlp(producer: Producer, r: Row) {
+  private sendOtlp(producer: Producer, r: Row, relabel: boolean) {
     const headers = (JSON.parse(r.headers ?? '[]') as Array<[string, string]>).map(([key, value]) => ({ key, value }))
     headers.push({ key: EVENT_ID_HEADER, value: r.id })
-    if (r.state === WAITING_MAYBE_WRITTEN) {
+    if (relabel) {
       headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: '1' })
       this.stats.relabelled++
     }
@@ -557,7 +806,7 @@ export class KafkaProducerObject {
     let settled: Array<PromiseSettledResult<{ partition: number; offset: bigint }>>
     try {
       const producer = await this.getProducer()
-      settled = await Promise.allSettled(records.map((r) => this.send(producer, r)))
+      settled = await Promise.allSettled(records.map((r) => this.send(producer, r, false)))
     } catch (e) {
       // The producer could not connect (TLS, SASL, no broker): none of the events was sent.
       const reason = Object.assign(e as Error, { mayHaveBeenWritten: (e as { mayHaveBeenWritten?: boolean }).mayHaveBeenWritten ?? false })
@@ -633,6 +882,11 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
 /** Thrown inside accept's transaction to roll it back: the request's new events would overfill the backlog. */
 class BacklogFull extends Error {
   constructor(readonly incoming: number) { super('backlog full') }
+}
+
+/** Thrown inside accept's transaction to roll it back: some of the request's ids were accepted before. */
+class Retried extends Error {
+  constructor() { super('some ids were accepted before') }
 }
 
 /** The bytes as an ArrayBuffer of exactly their length (what SQLite binds as a BLOB). */
