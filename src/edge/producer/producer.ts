@@ -348,8 +348,8 @@ export class Producer {
     // A transactional producer sends only inside a transaction; like Java, this throws right away.
     if (this.transactions && !this.closed) this.transactions.failIfNotReadyForSend()
     // The record goes in from inside the executor: the promise's callbacks reach enqueue() as
-    // arguments, never stored in a long-lived object (a slow write barrier each), and TurboFan
-    // inlines this executor, so it costs no closure either.
+    // arguments. Parked in module variables (old-generation storage) for a shared executor, each
+    // send paid two old-to-new stores through the write barrier (docs/benchmarks.md).
     return new Promise<RecordMetadata>((resolve, reject) => {
       if (this.closed) reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
       else if (this.idempotence?.state === 'FATAL_ERROR') reject(markDelivery(this.idempotence.fatalError!, false))
@@ -392,8 +392,8 @@ export class Producer {
   }
 
   /**
-   * The promise callbacks stay out of it: the scratch is an old-generation object, and storing each
-   * send's new functions into it cost two slow write barriers per record.
+   * The promise callbacks stay out of it: the scratch is an old-generation object, and each send's
+   * new functions stored into it went through the write barrier's slow path.
    */
   private readonly scratch: PendingRecord = {
     key: null, value: null, headers: undefined,
