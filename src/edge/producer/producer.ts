@@ -71,6 +71,21 @@ interface PendingSend extends PendingRecord { resolve: Resolve; reject: Reject }
 
 const noop = (): void => {}
 
+/**
+ * A promise and its callbacks in one new object (Promise.withResolvers where the engine has it:
+ * Node 22, current browsers and workerd). A shared executor parking the callbacks in module
+ * variables (old-generation storage) paid two old-to-new stores through the write barrier per send.
+ */
+const withResolvers: <T>() => { promise: Promise<T>; resolve: (v: T) => void; reject: (e: Error) => void } =
+  typeof (Promise as { withResolvers?: unknown }).withResolvers === 'function'
+    ? (Promise as unknown as { withResolvers<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: Error) => void } }).withResolvers.bind(Promise)
+    : <T>() => {
+      let resolve!: (v: T) => void
+      let reject!: (e: Error) => void
+      const promise = new Promise<T>((res, rej) => { resolve = res; reject = rej })
+      return { promise, resolve, reject }
+    }
+
 /** What the producer can say about itself without exposing its insides (Worker, browser SDK, tests). */
 export interface ProducerState {
   /** The broker-assigned producer id and epoch; null until the first InitProducerId answer, or without idempotence. */
@@ -347,14 +362,11 @@ export class Producer {
   send(record: ProducerRecord): Promise<RecordMetadata> {
     // A transactional producer sends only inside a transaction; like Java, this throws right away.
     if (this.transactions && !this.closed) this.transactions.failIfNotReadyForSend()
-    // The record goes in from inside the executor: the promise's callbacks reach enqueue() as
-    // arguments. Parked in module variables (old-generation storage) for a shared executor, each
-    // send paid two old-to-new stores through the write barrier (docs/benchmarks.md).
-    return new Promise<RecordMetadata>((resolve, reject) => {
-      if (this.closed) reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
-      else if (this.idempotence?.state === 'FATAL_ERROR') reject(markDelivery(this.idempotence.fatalError!, false))
-      else this.enqueue(record, resolve, reject)
-    })
+    const { promise, resolve, reject } = withResolvers<RecordMetadata>()
+    if (this.closed) reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
+    else if (this.idempotence?.state === 'FATAL_ERROR') reject(markDelivery(this.idempotence.fatalError!, false))
+    else this.enqueue(record, resolve, reject)
+    return promise
   }
 
   private enqueue(record: ProducerRecord, resolve: Resolve, reject: Reject): void {
