@@ -71,20 +71,17 @@ interface PendingSend extends PendingRecord { resolve: Resolve; reject: Reject }
 
 const noop = (): void => {}
 
+type Resolvers<T> = { promise: Promise<T>; resolve: (v: T) => void; reject: (e: Error) => void }
 /**
  * A promise and its callbacks in one new object (Promise.withResolvers where the engine has it:
  * Node 22, current browsers and workerd). A shared executor parking the callbacks in module
  * variables (old-generation storage) paid two old-to-new stores through the write barrier per send.
  */
-const withResolvers: <T>() => { promise: Promise<T>; resolve: (v: T) => void; reject: (e: Error) => void } =
-  typeof (Promise as { withResolvers?: unknown }).withResolvers === 'function'
-    ? (Promise as unknown as { withResolvers<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: Error) => void } }).withResolvers.bind(Promise)
-    : <T>() => {
-      let resolve!: (v: T) => void
-      let reject!: (e: Error) => void
-      const promise = new Promise<T>((res, rej) => { resolve = res; reject = rej })
-      return { promise, resolve, reject }
-    }
+const withResolvers = (Promise as { withResolvers?: <T>() => Resolvers<T> }).withResolvers?.bind(Promise) ?? (<T>(): Resolvers<T> => {
+  const r = {} as Resolvers<T>
+  r.promise = new Promise<T>((resolve, reject) => { r.resolve = resolve; r.reject = reject })
+  return r
+})
 
 /** What the producer can say about itself without exposing its insides (Worker, browser SDK, tests). */
 export interface ProducerState {
