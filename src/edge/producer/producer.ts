@@ -62,16 +62,26 @@ const toBytes = (v: Bytes | undefined, what: string): Uint8Array | null => {
 const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/
 
 /**
- * A send() on its way into the accumulator: the record (RecordInput) with its topic, partition and
- * promise callbacks. `baseSize` is its recordBaseSize(), computed once.
+ * A send() on its way into the accumulator: the record (RecordInput) with its topic and partition.
+ * `baseSize` is its recordBaseSize(), computed once.
  */
-interface PendingSend extends RecordInput { topic: string; partition: number | undefined; resolve: Resolve; reject: Reject; startedMs: number; baseSize: number }
+interface PendingRecord extends RecordInput { topic: string; partition: number | undefined; startedMs: number; baseSize: number }
+/** A send() waiting for metadata or buffer space: its record and its promise callbacks. */
+interface PendingSend extends PendingRecord { resolve: Resolve; reject: Reject }
 
 const noop = (): void => {}
-/** The callbacks of the promise send() just made: one shared executor instead of a closure per send. */
-let capturedResolve: Resolve = noop
-let capturedReject: Reject = noop
-const capture = (resolve: Resolve, reject: Reject): void => { capturedResolve = resolve; capturedReject = reject }
+
+type Resolvers<T> = { promise: Promise<T>; resolve: (v: T) => void; reject: (e: Error) => void }
+/**
+ * A promise and its callbacks in one new object (Promise.withResolvers where the engine has it:
+ * Node 22, current browsers and workerd). A shared executor parking the callbacks in module
+ * variables (old-generation storage) paid two old-to-new stores through the write barrier per send.
+ */
+const withResolvers = (Promise as { withResolvers?: <T>() => Resolvers<T> }).withResolvers?.bind(Promise) ?? (<T>(): Resolvers<T> => {
+  const r = {} as Resolvers<T>
+  r.promise = new Promise<T>((resolve, reject) => { r.resolve = resolve; r.reject = reject })
+  return r
+})
 
 /** What the producer can say about itself without exposing its insides (Worker, browser SDK, tests). */
 export interface ProducerState {
@@ -349,9 +359,7 @@ export class Producer {
   send(record: ProducerRecord): Promise<RecordMetadata> {
     // A transactional producer sends only inside a transaction; like Java, this throws right away.
     if (this.transactions && !this.closed) this.transactions.failIfNotReadyForSend()
-    const promise = new Promise<RecordMetadata>(capture)
-    const resolve = capturedResolve
-    const reject = capturedReject
+    const { promise, resolve, reject } = withResolvers<RecordMetadata>()
     if (this.closed) reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
     else if (this.idempotence?.state === 'FATAL_ERROR') reject(markDelivery(this.idempotence.fatalError!, false))
     else this.enqueue(record, resolve, reject)
@@ -363,19 +371,19 @@ export class Producer {
     // Most sends append at once and need no object of their own: they go through one reused scratch.
     const p = this.scratch
     try {
-      this.fill(p, record, this.config.clock.now(), resolve, reject)
+      this.fill(p, record, this.config.clock.now())
     } catch (e) {
       reject(markDelivery(e as Error, false))
       return
     }
-    if (this.waiting.length === 0 && this.core && this.tryAppend(p)) return
+    if (this.waiting.length === 0 && this.core && this.tryAppend(p, resolve, reject)) return
     // Java's send() blocks its thread while the buffer is full; ours cannot, so the copies of waiting
     // sends get a budget of their own (buffer.memory again) and memory stays bounded.
     const bytes = recordSizeFromBase(p.baseSize, 0, 0)
     if (this.waiting.length > 0 && this.waitingBytes + bytes > this.config.bufferMemory) {
       p.key = p.value = null
       p.headers = undefined
-      this.failBeforeBatch(p, new BufferExhaustedException(`${this.waiting.length} sends (${this.waitingBytes} bytes) are already waiting for buffer space or metadata, ` +
+      this.failBeforeBatch(reject, new BufferExhaustedException(`${this.waiting.length} sends (${this.waitingBytes} bytes) are already waiting for buffer space or metadata, ` +
         `as much as buffer.memory (${this.config.bufferMemory} bytes) again; await your sends (or slow down) so the producer can catch up, or raise buffer.memory`))
       return
     }
@@ -392,13 +400,17 @@ export class Producer {
     this.pump()
   }
 
-  private readonly scratch: PendingSend = {
+  /**
+   * The promise callbacks stay out of it: the scratch is an old-generation object, and each send's
+   * new functions stored into it went through the write barrier's slow path.
+   */
+  private readonly scratch: PendingRecord = {
     key: null, value: null, headers: undefined,
-    timestamp: 0, topic: '', partition: undefined, resolve: noop, reject: noop, startedMs: 0, baseSize: 0,
+    timestamp: 0, topic: '', partition: undefined, startedMs: 0, baseSize: 0,
   }
 
   /** Validates a record into `p` (throws ConfigException on bad input). */
-  private fill(p: PendingSend, r: ProducerRecord, now: number, resolve: Resolve, reject: Reject): void {
+  private fill(p: PendingRecord, r: ProducerRecord, now: number): void {
     if (!r || typeof r !== 'object') throw new ConfigException('send() takes a record object { topic, value, key?, headers?, partition?, timestamp? }')
     if (typeof r.topic !== 'string' || (r.topic !== this.lastTopic && !this.validTopics.has(r.topic) && !this.validateTopic(r.topic))) {
       throw new ConfigException(`invalid topic name ${JSON.stringify(r.topic)}: use 1-249 characters of [a-zA-Z0-9._-]`)
@@ -421,8 +433,6 @@ export class Producer {
     p.timestamp = timestamp
     p.topic = r.topic
     p.partition = r.partition
-    p.resolve = resolve
-    p.reject = reject
     p.startedMs = now
     p.baseSize = recordBaseSize(p)
   }
@@ -441,7 +451,7 @@ export class Producer {
   }
 
   /** Appends now if metadata and buffer allow; false means "wait". Throws nothing: errors reject the send. */
-  private tryAppend(p: PendingSend): boolean {
+  private tryAppend(p: PendingRecord, resolve: Resolve, reject: Reject): boolean {
     const c = this.config
     const topic = p.topic
     if (topic !== this.lastTopic) {
@@ -454,13 +464,13 @@ export class Producer {
     const count = this.cluster.partitionCount(topic)
     if (count === 0) return false
     if (p.partition !== undefined && p.partition >= count) {
-      p.reject(markDelivery(new KafkaEdgeError(`partition ${p.partition} of ${topic} does not exist: the topic has ${count} partitions`), false))
+      reject(markDelivery(new KafkaEdgeError(`partition ${p.partition} of ${topic} does not exist: the topic has ${count} partitions`), false))
       return true
     }
     const size = recordSizeFromBase(p.baseSize, 0, 0) + RECORD_BATCH_HEADER_SIZE
     if (size > c.maxRequestSize || size > c.bufferMemory) {
       const limit = size > c.maxRequestSize ? `max.request.size (${c.maxRequestSize})` : `buffer.memory (${c.bufferMemory})`
-      this.failBeforeBatch(p, new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${limit}; send smaller records or raise the limit`))
+      this.failBeforeBatch(reject, new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${limit}; send smaller records or raise the limit`))
       return true
     }
     let partition = p.partition
@@ -473,10 +483,10 @@ export class Producer {
     const tp = this.topicPartition(topic, partition)
     const txnError = this.transactions?.maybeAddPartition(tp)
     if (txnError) {
-      p.reject(markDelivery(txnError, false))
+      reject(markDelivery(txnError, false))
       return true
     }
-    const result = this.accumulator.tryAppend(tp, p, size, p.resolve, p.reject, p.baseSize)
+    const result = this.accumulator.tryAppend(tp, p, size, resolve, reject, p.baseSize)
     if ((result & APPENDED) === 0) return false
     // The record's bytes are in its batch now: let go of the caller's arrays.
     p.key = p.value = null
@@ -508,7 +518,7 @@ export class Producer {
             try { await this.connect() } catch (e) { if (!this.core) throw e }
             if (this.waiting[0] !== p) continue
           }
-          if (this.tryAppend(p)) { this.shiftWaiting(); continue }
+          if (this.tryAppend(p, p.resolve, p.reject)) { this.shiftWaiting(); continue }
           const left = deadline - c.clock.now()
           if (left <= 0) throw this.blockTimeout(p)
           if (this.cluster.partitionCount(p.topic) === 0) {
@@ -530,7 +540,7 @@ export class Producer {
           // close() failed the waiting sends while this one waited (its wait then fails too).
           if (this.waiting[0] !== p) continue
           this.shiftWaiting()
-          this.failBeforeBatch(p, e instanceof TimeoutException && !(e instanceof BufferExhaustedException) ? this.blockTimeout(p) : e as Error)
+          this.failBeforeBatch(p.reject, e instanceof TimeoutException && !(e instanceof BufferExhaustedException) ? this.blockTimeout(p) : e as Error)
         }
       }
     } finally {
@@ -544,8 +554,8 @@ export class Producer {
    * is lost to it, so the transaction must not commit: it turns abortable, as Java's
    * maybeTransitionToErrorState makes it.
    */
-  private failBeforeBatch(p: PendingSend, e: Error): void {
-    p.reject(markDelivery(e, false))
+  private failBeforeBatch(reject: Reject, e: Error): void {
+    reject(markDelivery(e, false))
     this.transactions?.batchFailed(e)
   }
 
