@@ -48,7 +48,7 @@ const NCBUF: usize = memory.data(256, 16)
 const NCBEST: usize = memory.data(256, 16)
 const FREQ: usize = memory.data(256 * 4, 16)
 const HLEN: usize = memory.data(256, 16)
-const HCODE: usize = memory.data(256 * 2, 16)
+const HCODE: usize = memory.data(256 * 4, 16) // code | length << 16
 const HSORT: usize = memory.data(256 * 2, 16)
 const HKEY: usize = memory.data(256 * 4, 16)
 const HNODE: usize = memory.data(512 * 4, 16)
@@ -451,8 +451,10 @@ function parseBlock(start: i32, end: i32): void {
 
 // ---- fast match finder (levels 1-3) ---------------------------------------------------------
 // No chains: one table of 5-byte hashes (HT) and, from level 2, one of 8-byte hashes (CHAIN
-// region). Entries hold gBase + position; gBase grows by srcLen + 1 per frame, so entries of
-// earlier frames read as < gBase (invalid) and the tables need no clearing per call.
+// region). Entries hold gBase + position; gBase grows by srcLen + FRAME_GAP per frame, so an entry
+// of an earlier frame reads as more than a window before any position of this one and the tables
+// need no clearing per call: one unsigned compare, pos - 1 - cand < maxDist, tells a usable entry.
+const FRAME_GAP: u32 = 1 << WINDOW_LOG
 let gBase: u32 = 0
 let fBase: u32 = 0 // gBase of the current frame
 let fastDirty = true // the chain finder reuses HT / CHAIN with raw positions
@@ -475,11 +477,11 @@ function fastReset(srcLen: i32): void {
   if (fastDirty || gBase > 0x70000000 - <u32>srcLen) {
     memory.fill(HT, 0, <usize>(4 << HASH_LOG_MAX))
     memory.fill(CHAIN, 0, <usize>(4 << CHAIN_LOG_MAX))
-    gBase = 1
+    gBase = FRAME_GAP
     fastDirty = false
   }
   fBase = gBase
-  gBase += <u32>srcLen + 1
+  gBase += <u32>srcLen + FRAME_GAP
 }
 
 /**
@@ -509,10 +511,9 @@ function parseFast(start: i32, end: i32): void {
     const ip = src + <usize>pos
     const v = load<u64>(ip)
     const hs = HT + hash5(v, sShift)
-    // Entries of earlier frames read as negative, so one unsigned compare covers 0 <= cand < pos.
     const sCand = <i32>(load<u32>(hs) - base)
     store<u32>(hs, base + <u32>pos)
-    let lCand = -1
+    let lCand = pos // unusable unless the long table has one
     if (long) {
       const hl = CHAIN + hash8(v, lShift)
       lCand = <i32>(load<u32>(hl) - base)
@@ -526,10 +527,10 @@ function parseFast(start: i32, end: i32): void {
       mpos = pos + 1
       off = <i32>r0
       len = 4 + matchLength(ip + 5, ip + 5 - <usize>r0, limit)
-    } else if (<u32>lCand < <u32>pos && pos - lCand <= maxDist && load<u64>(src + <usize>lCand) == v) {
+    } else if (<u32>(pos - 1 - lCand) < <u32>maxDist && load<u64>(src + <usize>lCand) == v) {
       off = pos - lCand
       len = 8 + matchLength(ip + 8, src + <usize>lCand + 8, limit)
-    } else if (<u32>sCand < <u32>pos && pos - sCand <= maxDist && ((load<u64>(src + <usize>sCand) ^ v) << 24) == 0) {
+    } else if (<u32>(pos - 1 - sCand) < <u32>maxDist && ((load<u64>(src + <usize>sCand) ^ v) << 24) == 0) {
       off = pos - sCand
       len = 5 + matchLength(ip + 5, src + <usize>sCand + 5, limit)
       if (long && pos + 1 < ilimit) {
@@ -538,7 +539,7 @@ function parseFast(start: i32, end: i32): void {
         const h1 = CHAIN + hash8(v1, lShift)
         const c1 = <i32>(load<u32>(h1) - base)
         store<u32>(h1, base + <u32>(pos + 1))
-        if (<u32>c1 < <u32>(pos + 1) && pos + 1 - c1 <= maxDist && load<u64>(src + <usize>c1) == v1) {
+        if (<u32>(pos - c1) < <u32>maxDist && load<u64>(src + <usize>c1) == v1) {
           const l1 = 8 + matchLength(ip + 9, src + <usize>c1 + 8, limit)
           if (l1 > len + 1) {
             mpos = pos + 1
@@ -722,7 +723,7 @@ function buildHuffman(maxSym: i32): i32 {
     const l = <usize>load<u8>(HLEN + <usize>s)
     if (l) {
       const c = load<i32>(HSTART + (l << 2))
-      store<u16>(HCODE + (<usize>s << 1), <u16>c)
+      store<u32>(HCODE + (<usize>s << 2), <u32>c | (<u32>l << 16))
       store<i32>(HSTART + (l << 2), c + 1)
     }
   }
@@ -865,31 +866,47 @@ function writeRawHeader(op: usize, type: u32, n: i32): void {
 }
 
 function encodeHufStream(out: usize, end: usize, from: i32, to: i32): i32 {
-  // Local accumulator, flushed every two symbols (at most 7 + 2 * 11 bits pending).
+  // Local accumulator, flushed every four symbols (at most 7 + 4 * 11 bits pending); the first
+  // (to - from) % 4 symbols, taken from the end, go before the first flush.
   let acc: u64 = 0
   let bits: u64 = 0
   let p = out
   const pend = end - 8
   let i = to - 1
-  if (((to - from) & 1) != 0) {
-    const s = <usize>load<u8>(LIT + <usize>i)
-    acc = <u64>load<u16>(HCODE + (s << 1))
-    bits = <u64>load<u8>(HLEN + s)
-    i--
-  }
-  while (i >= from + 1) {
+  const head = to - ((to - from) & 3)
+  if (head < to) {
+    while (i >= head) {
+      const c = load<u32>(HCODE + (<usize>load<u8>(LIT + <usize>i) << 2))
+      acc |= <u64>(c & 0xFFFF) << bits
+      bits += <u64>(c >> 16)
+      i--
+    }
     if (p > pend) return -1
-    const s0 = <usize>load<u8>(LIT + <usize>i)
-    const s1 = <usize>load<u8>(LIT + <usize>(i - 1))
-    acc |= <u64>load<u16>(HCODE + (s0 << 1)) << bits
-    bits += <u64>load<u8>(HLEN + s0)
-    acc |= <u64>load<u16>(HCODE + (s1 << 1)) << bits
-    bits += <u64>load<u8>(HLEN + s1)
     store<u64>(p, acc)
     p += <usize>(bits >> 3)
     acc >>= bits & ~7
     bits &= 7
-    i -= 2
+  }
+  while (i >= from + 3) {
+    if (p > pend) return -1
+    const q = LIT + <usize>i
+    const c0 = load<u32>(HCODE + (<usize>load<u8>(q) << 2))
+    const c1 = load<u32>(HCODE + (<usize>load<u8>(q - 1) << 2))
+    const c2 = load<u32>(HCODE + (<usize>load<u8>(q - 2) << 2))
+    const c3 = load<u32>(HCODE + (<usize>load<u8>(q - 3) << 2))
+    acc |= <u64>(c0 & 0xFFFF) << bits
+    bits += <u64>(c0 >> 16)
+    acc |= <u64>(c1 & 0xFFFF) << bits
+    bits += <u64>(c1 >> 16)
+    acc |= <u64>(c2 & 0xFFFF) << bits
+    bits += <u64>(c2 >> 16)
+    acc |= <u64>(c3 & 0xFFFF) << bits
+    bits += <u64>(c3 >> 16)
+    store<u64>(p, acc)
+    p += <usize>(bits >> 3)
+    acc >>= bits & ~7
+    bits &= 7
+    i -= 4
   }
   bwInit(p, end)
   bwAdd(acc, <i32>bits)
