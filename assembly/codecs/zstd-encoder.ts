@@ -191,6 +191,8 @@ function setLevel(level: i32, srcLen: i32): void {
   if (pChainLog > 0 && need < pChainLog) pChainLog = need < 8 ? 8 : need
   if (need < fShortLog) fShortLog = need < 8 ? 8 : need
   if (fLongLog > 0 && need < fLongLog) fLongLog = need < 8 ? 8 : need
+  fShortShift = <u64>(64 - fShortLog)
+  fLongShift = <u64>(64 - fLongLog)
 }
 
 // ---- match finder ------------------------------------------------------------------------
@@ -460,6 +462,10 @@ let fBase: u32 = 0 // gBase of the current frame
 let fastDirty = true // the chain finder reuses HT / CHAIN with raw positions
 let fShortLog = 15
 let fLongLog = 0
+// The hashes' shift counts, as 64-bit values: computed in the parser they cost a sign extension and
+// a subtraction per probe once the register allocator spills them.
+let fShortShift: u64 = 49
+let fLongShift: u64 = 64
 
 // @ts-ignore: decorator
 @inline
@@ -494,9 +500,9 @@ function parseFast(start: i32, end: i32): void {
   const src = mSrc
   const limit = src + <usize>end
   const base = fBase
-  const sShift = <u64>(64 - fShortLog)
+  const sShift = fShortShift
   const long = fLongLog != 0
-  const lShift = <u64>(64 - fLongLog)
+  const lShift = fLongShift
   const maxDist = mMaxDist
   const stepShift = pStepShift
   let r0 = rep0
