@@ -1098,8 +1098,9 @@ function writeSequences(op: usize, oend: usize): i32 {
   const mML = chosenMode
   store<u8>(modesAt, <u8>((mLL << 6) | (mOF << 4) | (mML << 2)))
 
-  // Local bit accumulator: after each flush fewer than 8 bits are pending, and each group
-  // below adds at most 26 + 16 or 16 + 31 bits. Extra bits go out as the value's low bits: every
+  // Local bit accumulator: after each flush fewer than 8 bits are pending; between two flushes
+  // go one sequence's states (at most 26 bits) and its extra bits, when those are 30 or fewer, else
+  // states + literal length (16) and then match length + offset (16 + 31). Extra bits go out as the value's low bits: every
   // code's baseline is a multiple of 1 << its bit count (the format's tables are built that way),
   // so value & mask is value - baseline.
   const last = n - 1
@@ -1125,12 +1126,14 @@ function writeSequences(op: usize, oend: usize): i32 {
     const llb = <u64>load<u8>(LL_BITS + llc)
     acc |= (<u64>load<u32>(SEQ_LL + o) & ((<u64>1 << llb) - 1)) << bits
     bits += llb
-    if (p > pend) return -1
-    store<u64>(p, acc)
-    p += <usize>(bits >> 3)
-    acc >>= bits & ~7
-    bits &= 7
     const mlb = <u64>load<u8>(ML_BITS + mlc)
+    if (llb + mlb + <u64>ofc > 30) {
+      if (p > pend) return -1
+      store<u64>(p, acc)
+      p += <usize>(bits >> 3)
+      acc >>= bits & ~7
+      bits &= 7
+    }
     acc |= (<u64>load<u32>(SEQ_ML + o) & ((<u64>1 << mlb) - 1)) << bits
     bits += mlb
     acc |= (<u64>load<u32>(SEQ_OV + o) & ((<u64>1 << <u64>ofc) - 1)) << bits
