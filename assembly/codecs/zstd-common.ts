@@ -224,6 +224,7 @@ export function log2fix(v: u32): i32 {
 // ---- normalization and the table description --------------------------------------------
 
 const NORM_V: usize = memory.data(256 * 4)
+const NORM_S: usize = memory.data(256 * 4)
 
 /**
  * Normalizes counts[0..maxSym] (u32, total > 0) to sum 1 << log, every present symbol >= 1.
@@ -249,35 +250,42 @@ export function fseNormalize(counts: usize, maxSym: i32, total: u32, log: i32, n
     sum += n
   }
   if (present > size || present == 0) return false
+  if (sum == size) return true
+  // Each step moves one count of the symbol with the best score; only that symbol's score changes,
+  // so the scores are kept (absent symbols, and when removing those at 1, score i32.MIN_VALUE).
+  const grow = sum < size
+  for (let s = 0; s <= maxSym; s++) {
+    const v = load<i32>(NORM_V + (<usize>s << 2))
+    const n = <i32>load<i16>(normOut + (<usize>s << 1))
+    store<i32>(NORM_S + (<usize>s << 2), v == 0 ? i32.MIN_VALUE : normScore(grow, v, n))
+  }
   while (sum != size) {
     let best = -1
     let bestScore = i32.MIN_VALUE
-    if (sum < size) {
-      for (let s = 0; s <= maxSym; s++) {
-        const v = load<i32>(NORM_V + (<usize>s << 2))
-        if (v == 0) continue
-        const n = <i32>load<i16>(normOut + (<usize>s << 1))
-        // Relative under-allocation: prefer the symbol whose share grows the most.
-        const score = <i32>(((<i64>(v - (n << 8))) << 8) / <i64>(n + 1))
-        if (score > bestScore) { bestScore = score; best = s }
-      }
-      store<i16>(normOut + (<usize>best << 1), <i16>(<i32>load<i16>(normOut + (<usize>best << 1)) + 1))
-      sum++
-    } else {
-      for (let s = 0; s <= maxSym; s++) {
-        const v = load<i32>(NORM_V + (<usize>s << 2))
-        if (v == 0) continue
-        const n = <i32>load<i16>(normOut + (<usize>s << 1))
-        if (n <= 1) continue
-        const score = <i32>(((<i64>((n << 8) - v)) << 8) / <i64>n)
-        if (score > bestScore) { bestScore = score; best = s }
-      }
-      if (best < 0) return false
-      store<i16>(normOut + (<usize>best << 1), <i16>(<i32>load<i16>(normOut + (<usize>best << 1)) - 1))
-      sum--
+    for (let s = 0; s <= maxSym; s++) {
+      const score = load<i32>(NORM_S + (<usize>s << 2))
+      if (score > bestScore) { bestScore = score; best = s }
     }
+    if (best < 0) return false
+    const bo = <usize>best << 1
+    const n = <i32>load<i16>(normOut + bo) + (grow ? 1 : -1)
+    store<i16>(normOut + bo, <i16>n)
+    sum += grow ? 1 : -1
+    store<i32>(NORM_S + (<usize>best << 2), normScore(grow, load<i32>(NORM_V + (<usize>best << 2)), n))
   }
   return true
+}
+
+/**
+ * Growing: relative under-allocation (the symbol whose share grows the most). Shrinking: relative
+ * over-allocation, and never below 1.
+ */
+// @ts-ignore: decorator
+@inline
+function normScore(grow: bool, v: i32, n: i32): i32 {
+  if (grow) return <i32>(((<i64>(v - (n << 8))) << 8) / <i64>(n + 1))
+  if (n <= 1) return i32.MIN_VALUE
+  return <i32>(((<i64>((n << 8) - v)) << 8) / <i64>n)
 }
 
 /**

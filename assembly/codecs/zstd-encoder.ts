@@ -59,6 +59,7 @@ const WEIGHTS: usize = memory.data(256, 16)
 const WHDR: usize = memory.data(256, 16)
 const WTMP: usize = memory.data(256, 16)
 const LL_CODE: usize = memory.data(64, 16)
+const MASK: usize = memory.data(33 * 8, 16) // (1 << n) - 1: one load where a shift, a subtract and their moves were
 const ML_CODE: usize = memory.data(128, 16)
 
 let preReady = false
@@ -77,6 +78,7 @@ function preparePredefined(): void {
     const n = 1 << <i32>load<u8>(ML_BITS + <usize>c)
     for (let v = base; v < base + n && v < 128; v++) store<u8>(ML_CODE + <usize>v, <u8>c)
   }
+  for (let n = 0; n <= 32; n++) store<u64>(MASK + (<usize>n << 3), (<u64>1 << <u64>n) - 1)
   preReady = true
 }
 
@@ -1124,7 +1126,7 @@ function writeSequences(op: usize, oend: usize): i32 {
     const ofc = <u32>load<u8>(C_OF + <usize>i)
     const o = <usize>i << 2
     const llb = <u64>load<u8>(LL_BITS + llc)
-    acc |= (<u64>load<u32>(SEQ_LL + o) & ((<u64>1 << llb) - 1)) << bits
+    acc |= (<u64>load<u32>(SEQ_LL + o) & load<u64>(MASK + (<usize>llb << 3))) << bits
     bits += llb
     const mlb = <u64>load<u8>(ML_BITS + mlc)
     if (llb + mlb + <u64>ofc > 30) {
@@ -1134,9 +1136,9 @@ function writeSequences(op: usize, oend: usize): i32 {
       acc >>= bits & ~7
       bits &= 7
     }
-    acc |= (<u64>load<u32>(SEQ_ML + o) & ((<u64>1 << mlb) - 1)) << bits
+    acc |= (<u64>load<u32>(SEQ_ML + o) & load<u64>(MASK + (<usize>mlb << 3))) << bits
     bits += mlb
-    acc |= (<u64>load<u32>(SEQ_OV + o) & ((<u64>1 << <u64>ofc) - 1)) << bits
+    acc |= (<u64>load<u32>(SEQ_OV + o) & load<u64>(MASK + (<usize>ofc << 3))) << bits
     bits += <u64>ofc
     if (p > pend) return -1
     store<u64>(p, acc)
@@ -1148,17 +1150,17 @@ function writeSequences(op: usize, oend: usize): i32 {
     // The next (earlier) sequence's symbols, from the states the later ones left.
     let tt = load<u64>(ttOF + (<usize>load<u8>(C_OF + <usize>i) << 3))
     let nb = (sOF + <u32>tt) >> 16
-    acc |= <u64>(sOF & ((<u32>1 << nb) - 1)) << bits
+    acc |= (<u64>sOF & load<u64>(MASK + (<usize>nb << 3))) << bits
     bits += <u64>nb
     sOF = <u32>load<u16>(nxOF + (<usize>((sOF >> nb) + <u32>(tt >> 32)) << 1))
     tt = load<u64>(ttML + (<usize>load<u8>(C_ML + <usize>i) << 3))
     nb = (sML + <u32>tt) >> 16
-    acc |= <u64>(sML & ((<u32>1 << nb) - 1)) << bits
+    acc |= (<u64>sML & load<u64>(MASK + (<usize>nb << 3))) << bits
     bits += <u64>nb
     sML = <u32>load<u16>(nxML + (<usize>((sML >> nb) + <u32>(tt >> 32)) << 1))
     tt = load<u64>(ttLL + (<usize>load<u8>(C_LL + <usize>i) << 3))
     nb = (sLL + <u32>tt) >> 16
-    acc |= <u64>(sLL & ((<u32>1 << nb) - 1)) << bits
+    acc |= (<u64>sLL & load<u64>(MASK + (<usize>nb << 3))) << bits
     bits += <u64>nb
     sLL = <u32>load<u16>(nxLL + (<usize>((sLL >> nb) + <u32>(tt >> 32)) << 1))
   }
