@@ -498,12 +498,19 @@ function fastReset(srcLen: i32): void {
  * counts go back to the globals at the end), and sequences are written in place.
  */
 function parseFast(start: i32, end: i32): void {
+  if (fLongLog != 0) parseFastWith(start, end, true)
+  else parseFastWith(start, end, false)
+}
+
+/** parseFast, compiled once per value of `long` (the 8-byte table, levels 2-3) so no probe tests it. */
+// @ts-ignore: decorator
+@inline
+function parseFastWith(start: i32, end: i32, long: bool): void {
   seqReset()
   const src = mSrc
   const limit = src + <usize>end
   const base = fBase
   const sShift = fShortShift
-  const long = fLongLog != 0
   const lShift = fLongShift
   const maxDist = mMaxDist
   const stepShift = pStepShift
