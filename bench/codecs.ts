@@ -1,4 +1,5 @@
 // npm run bench -- codecs [--quick] [--no-sizes] [--sizes-only]
+// BENCH_CODECS=zstd,lz4 and BENCH_SIZES=16384 (bytes) measure only those codecs and batch sizes.
 // Compression ratio and compress speed (MB/s of input) of the WASM codecs at their default
 // level against native (Node zlib, snappy napi-rs, lz4-napi) and pure-JS peers (fflate, pako,
 // snappyjs, lz4js) on JSON telemetry events, log lines and random bytes at 1, 16 and 64 KiB
@@ -94,7 +95,8 @@ const CORPORA: Record<string, (n: number) => Uint8Array> = {
   logs: (n) => logLines(n, 102),
   random: (n) => randomBytes(n, 103),
 }
-const SIZES = [1024, 16384, 65536]
+const SIZES = process.env.BENCH_SIZES ? process.env.BENCH_SIZES.split(',').map(Number) : [1024, 16384, 65536]
+const CODEC_FILTER = process.env.BENCH_CODECS?.split(',')
 const kib = (n: number) => `${n >> 10}KiB`
 
 /** A WASM compressor with its input already in linear memory (as the batch builder has it). */
@@ -176,7 +178,7 @@ export default async function codecs(args: string[]): Promise<void> {
   const summary: string[][] = []
   const MB = 1e6
 
-  for (const { codec, level, peers } of CODECS) {
+  for (const { codec, level, peers } of CODECS.filter((e) => !CODEC_FILTER || CODEC_FILTER.includes(e.codec))) {
     for (const [cname, gen] of Object.entries(CORPORA)) {
       for (const size of SIZES) {
         const src = gen(size)
@@ -229,8 +231,10 @@ export default async function codecs(args: string[]): Promise<void> {
   if (sizeRows.length) printSizes(sizeRows)
   const loadEnd = loadavg()
   console.log(`\nload average ${load.map((x) => x.toFixed(2)).join(' ')} at start, ${loadEnd.map((x) => x.toFixed(2)).join(' ')} at end (${cpus().length} cpus): speed figures on a loaded box are noisy`)
-  const file = writeReport(report('codecs', {
-    levels: Object.fromEntries(CODECS.map((e) => [e.codec, e.level])), sizes: SIZES, corpora: Object.keys(CORPORA),
+  // A filtered run gets its own file, so it does not replace the full one.
+  const name = CODEC_FILTER || process.env.BENCH_SIZES ? ['codecs', ...(CODEC_FILTER ?? []), ...(process.env.BENCH_SIZES ? SIZES.map(kib) : [])].join('-') : 'codecs'
+  const file = writeReport(report(name, {
+    levels: Object.fromEntries(CODECS.map((e) => [e.codec, e.level])), sizes: SIZES, corpora: Object.keys(CORPORA), codecs: CODEC_FILTER ?? 'all',
     loadavg: { start: load, end: loadEnd },
   }, results))
   console.log(`\nwrote ${file}`)

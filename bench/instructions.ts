@@ -9,6 +9,12 @@
 //              header fields: per request, never per record, so the count is the producer's.
 //   encode     the WASM core alone: openBatch, append the same records, finish each batch at 16 KiB.
 //              What the producer adds around the encoder is the difference.
+//   zstd-wasm, zstd-codec   (BENCH_WORKLOADS=zstd-wasm,zstd-codec) one 16 KiB JSON batch (the codecs
+//              suite's jsonEvents corpus, 32 seeds in turn, made before counting) compressed at level 3
+//              per count: kafka-edge's WASM zstd (build/codecs-test.wasm, the codecs suite's module,
+//              input copied into its memory) against the zstd-codec package (libzstd built by
+//              Emscripten, its Simple.compress). BENCH_BATCHES_LOW / _HIGH (200 / 1,200), after
+//              BENCH_ZSTD_WARMUP (300) batches; prints the Ir ratio zstd-codec / ours.
 // Each workload runs twice in its own process, with BENCH_RECORDS_LOW and _HIGH records after the
 // same warm-up; (Ir(high) - Ir(low)) / (high - low) is the steady-state cost of one record, with
 // node's start, WASM compilation and the JIT's warm-up cancelled out. Values: a pool of 4096 random
@@ -36,6 +42,12 @@ const CONFIGS = (process.env.BENCH_CONFIGS ?? '100:lz4,1024:lz4').split(',').map
   return { valueBytes: Number(bytes), compression }
 })
 const WORKLOADS = (process.env.BENCH_WORKLOADS ?? 'producer,encode').split(',')
+const ZSTD_WORKLOADS = ['zstd-wasm', 'zstd-codec']
+const BATCHES_LOW = Number(process.env.BENCH_BATCHES_LOW ?? 200)
+const BATCHES_HIGH = Number(process.env.BENCH_BATCHES_HIGH ?? 1_200)
+const ZSTD_WARMUP = Number(process.env.BENCH_ZSTD_WARMUP ?? 300)
+const ZSTD_BATCH = 16384
+const ZSTD_LEVEL = 3
 const TOPIC = 'bench'
 const PARTITIONS = 6
 const BATCH_SIZE = 16384
@@ -57,22 +69,52 @@ export default async function instructions(args: string[]): Promise<void> {
   const loadBefore = loadavg()
   const results: BenchResult[] = []
   const runs: Array<Record<string, unknown>> = []
+  const recordWorkloads = WORKLOADS.filter((w) => !ZSTD_WORKLOADS.includes(w))
+  const zstdWorkloads = WORKLOADS.filter((w) => ZSTD_WORKLOADS.includes(w))
+  let wasmPath = ''
+  if (zstdWorkloads.length) {
+    const harness = await import('../test/helpers/codec-harness.js')
+    await harness.ensureTestWasm()
+    wasmPath = harness.TEST_WASM
+  }
   // Every process at once (niced): the counts do not depend on what runs beside them.
-  const counted = new Map<string, Promise<{ ir: number }>>()
+  const counted = new Map<string, Promise<ChildCount>>()
   const count = (w: string, n: number, c: { valueBytes: number; compression: string }) => {
     const key = `${w} ${n} ${c.valueBytes} ${c.compression}`
-    if (!counted.has(key)) counted.set(key, countInstructions(node, childJs, w, n, c))
+    const expected = n + (w === 'producer' ? WARMUP : 0)
+    if (!counted.has(key)) counted.set(key, countInstructions(node, childJs, [w, String(n), c.compression, String(c.valueBytes), wasmPath], expected))
     return counted.get(key)!
   }
   const sizes = (c: { valueBytes: number }) => {
     const scale = Math.min(1, 256 / c.valueBytes)
     return { low: Math.round(LOW * scale), high: Math.round(HIGH * scale) }
   }
-  for (const c of CONFIGS) for (const w of WORKLOADS) { void count(w, sizes(c).low, c).catch(() => {}); void count(w, sizes(c).high, c).catch(() => {}) }
-  for (const c of CONFIGS) {
+  const zstdConfig = { valueBytes: ZSTD_BATCH, compression: 'zstd' }
+  for (const w of zstdWorkloads) { void count(w, BATCHES_LOW, zstdConfig).catch(() => {}); void count(w, BATCHES_HIGH, zstdConfig).catch(() => {}) }
+  for (const c of recordWorkloads.length ? CONFIGS : []) {
+    for (const w of recordWorkloads) { void count(w, sizes(c).low, c).catch(() => {}); void count(w, sizes(c).high, c).catch(() => {}) }
+  }
+  const perBatch: Record<string, number> = {}
+  for (const w of zstdWorkloads) {
+    const a = await count(w, BATCHES_LOW, zstdConfig)
+    const b = await count(w, BATCHES_HIGH, zstdConfig)
+    const ir = (b.ir - a.ir) / (BATCHES_HIGH - BATCHES_LOW)
+    perBatch[w] = ir
+    const ratio = (BATCHES_HIGH - BATCHES_LOW) * ZSTD_BATCH / (b.bytes - a.bytes)
+    runs.push({ workload: w, config: `16KiB json zstd level ${ZSTD_LEVEL}`, low: { batches: BATCHES_LOW, ir: a.ir, bytes: a.bytes }, high: { batches: BATCHES_HIGH, ir: b.ir, bytes: b.bytes } })
+    console.log(`  16KiB json zstd-${ZSTD_LEVEL} ${w.padEnd(10)} ${Math.round(ir).toLocaleString()} instructions/batch, ratio ${ratio.toFixed(3)} (Ir ${a.ir.toLocaleString()} at ${BATCHES_LOW}, ${b.ir.toLocaleString()} at ${BATCHES_HIGH})`)
+    results.push({ impl: w === 'zstd-wasm' ? 'kafka-edge-wasm' : w, metric: `instructions/batch @16KiB json zstd level ${ZSTD_LEVEL}`, unit: 'Ir', value: Math.round(ir) })
+    results.push({ impl: w === 'zstd-wasm' ? 'kafka-edge-wasm' : w, metric: `ratio @16KiB json zstd level ${ZSTD_LEVEL}`, unit: 'ratio', value: Number(ratio.toFixed(4)) })
+  }
+  if (perBatch['zstd-wasm'] !== undefined && perBatch['zstd-codec'] !== undefined) {
+    const x = perBatch['zstd-codec'] / perBatch['zstd-wasm']
+    console.log(`  zstd-codec Ir / kafka-edge Ir per 16 KiB batch: ${x.toFixed(3)}x`)
+    results.push({ impl: 'kafka-edge-wasm', metric: `zstd-codec Ir / ours @16KiB json zstd level ${ZSTD_LEVEL}`, unit: 'x', value: Number(x.toFixed(3)) })
+  }
+  for (const c of recordWorkloads.length ? CONFIGS : []) {
     const { low, high } = sizes(c)
     const perRecord: Record<string, number> = {}
-    for (const w of WORKLOADS) {
+    for (const w of recordWorkloads) {
       const a = await count(w, low, c)
       const b = await count(w, high, c)
       const ir = (b.ir - a.ir) / (high - low)
@@ -83,33 +125,35 @@ export default async function instructions(args: string[]): Promise<void> {
     }
     if (perRecord.producer !== undefined && perRecord.encode !== undefined) results.push({ impl: 'kafka-edge producer', metric: `around the encoder @${c.valueBytes}B ${c.compression}`, unit: 'Ir', value: Math.round(perRecord.producer - perRecord.encode) })
   }
-  printTable(results, 'kafka-edge encode')
-  const file = writeReport(report('instructions', {
+  printTable(results, zstdWorkloads.length && !recordWorkloads.length ? 'kafka-edge-wasm' : 'kafka-edge encode')
+  const file = writeReport(report(recordWorkloads.length ? 'instructions' : 'instructions-zstd', {
     tool: `${valgrind.stdout.trim()} --tool=callgrind`, node: spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim(), v8Flags: V8_FLAGS,
     method: '(Ir at the high record count - Ir at the low one) / (high - low), each a separate process after the same warm-up',
-    warmupRecords: WARMUP, producer: 'acks=all, enable.idempotence=true, linger.ms=5, batch.size=16384, no key, 6 partitions, virtual clock, stub transport', runs,
+    warmupRecords: WARMUP, ...(zstdWorkloads.length ? { zstd: { batchBytes: ZSTD_BATCH, level: ZSTD_LEVEL, warmupBatches: ZSTD_WARMUP, inputs: '32 jsonEvents(16384, 101 + k) in turn' } } : {}), producer: 'acks=all, enable.idempotence=true, linger.ms=5, batch.size=16384, no key, 6 partitions, virtual clock, stub transport', runs,
     loadAverage: { before: loadBefore, after: loadavg(), note: 'instruction counts do not depend on it' },
   }, results))
   console.log(`wrote ${file}`)
 }
 
-async function countInstructions(node: string, childJs: string, workload: string, records: number, c: { valueBytes: number; compression: string }): Promise<{ ir: number }> {
+interface ChildCount { ir: number; bytes: number }
+
+async function countInstructions(node: string, childJs: string, childArgs: string[], expected: number): Promise<ChildCount> {
   const dir = mkdtempSync(join(tmpdir(), 'kafka-edge-callgrind-'))
   try {
     const out = join(dir, 'callgrind.out')
     const proc = spawn('nice', ['-n', '10', 'valgrind', '--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${out}`,
-      node, ...V8_FLAGS, childJs, '--child', workload, String(records), c.compression, String(c.valueBytes)], { stdio: ['ignore', 'pipe', 'pipe'] })
+      node, ...V8_FLAGS, childJs, '--child', ...childArgs], { stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     proc.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
     proc.stderr.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-3000) })
     const code = await new Promise<number | null>((resolve, reject) => { proc.once('error', reject); proc.once('close', resolve) })
     if (code !== 0) throw new Error(`callgrind run failed (${code}):\n${stderr}`)
-    const done = JSON.parse(stdout.trim().split('\n').pop()!) as { acked: number; errors: number }
-    if (done.errors > 0 || done.acked !== records + (workload === 'producer' ? WARMUP : 0)) throw new Error(`${workload}: ${done.errors} errors, ${done.acked} acknowledged of ${records}`)
+    const done = JSON.parse(stdout.trim().split('\n').pop()!) as { acked: number; errors: number; bytes?: number }
+    if (done.errors > 0 || done.acked !== expected) throw new Error(`${childArgs[0]}: ${done.errors} errors, ${done.acked} acknowledged of ${expected}`)
     const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(out, 'utf8'))
     if (!totals) throw new Error(`no totals in ${out}`)
-    return { ir: Number(totals[1]) }
+    return { ir: Number(totals[1]), bytes: done.bytes ?? 0 }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -130,12 +174,47 @@ function valuePool(valueBytes: number): Uint8Array[] {
 }
 
 async function child(args: string[]): Promise<void> {
-  const [workload, nText, compression, bytesText] = args as [string, string, string, string]
+  const [workload, nText, compression, bytesText, wasmPath] = args as [string, string, string, string, string]
   const n = Number(nText)
+  if (ZSTD_WORKLOADS.includes(workload)) {
+    const r = await compressBatches(workload, n, wasmPath)
+    process.stdout.write(JSON.stringify({ acked: r.ok, errors: 0, bytes: r.bytes }) + '\n')
+    process.exit(0)
+  }
   const pool = valuePool(Number(bytesText))
   const acked = workload === 'producer' ? await produce(WARMUP, n, compression, pool) : await encode(n, compression, pool)
   process.stdout.write(JSON.stringify({ acked: acked.ok, errors: acked.errors }) + '\n')
   process.exit(0)
+}
+
+/** Compresses n 16 KiB JSON batches after the warm-up; the bytes out count only the n. */
+async function compressBatches(workload: string, n: number, wasmPath: string): Promise<{ ok: number; bytes: number }> {
+  const { Codecs, CODEC_IDS, jsonEvents } = await import('../test/helpers/codec-harness.js')
+  const inputs = Array.from({ length: 32 }, (_, k) => jsonEvents(ZSTD_BATCH, 101 + k))
+  let compress: (src: Uint8Array) => number
+  if (workload === 'zstd-wasm') {
+    const x = (await Codecs.load(readFileSync(wasmPath))).x
+    const id = CODEC_IDS.zstd
+    const cap = x.compressBound(id, ZSTD_BATCH)
+    const base = x.arena(ZSTD_BATCH + cap)
+    const dst = base + ZSTD_BATCH
+    compress = (src) => {
+      new Uint8Array(x.memory.buffer, base, src.length).set(src)
+      const r = x.compressInto(id, ZSTD_LEVEL, base, src.length, dst, cap)
+      if (r < 0) throw new Error(`zstd compressInto ${r}`)
+      return r
+    }
+  } else {
+    const { createRequire } = await import('node:module')
+    type Simple = { compress(b: Uint8Array, level: number): Uint8Array }
+    const zc = createRequire(import.meta.url)('zstd-codec') as { ZstdCodec: { run(cb: (z: { Simple: new () => Simple }) => void): void } }
+    const simple = await new Promise<Simple>((resolve) => zc.ZstdCodec.run((z) => resolve(new z.Simple())))
+    compress = (src) => simple.compress(src, ZSTD_LEVEL).length
+  }
+  for (let i = 0; i < ZSTD_WARMUP; i++) compress(inputs[i & 31]!)
+  let bytes = 0
+  for (let i = 0; i < n; i++) bytes += compress(inputs[i & 31]!)
+  return { ok: n, bytes }
 }
 
 async function produce(warmup: number, n: number, compression: string, pool: Uint8Array[]): Promise<{ ok: number; errors: number }> {

@@ -142,60 +142,74 @@ export function fseBuildDTableRle(sym: i32, dt: usize): void {
 // ---- FSE encoding tables ------------------------------------------------------------------
 // A compression table ("ctable") occupies CTABLE_SIZE bytes:
 //   +0    i32 log
-//   +4    u16 cells[512]    cells of each symbol, grouped by symbol, in increasing state order
-//   +1028 i32 p[64]         normalized count (a -1 counts as 1)
-//   +1284 i32 maxNb[64]     log - highbit(p)
-//   +1540 i32 start[64]     first index in cells of the symbol
+//   +4    u16 next[512]   size + cell, for the cells of each symbol (grouped by symbol, increasing)
+//   +1032 u64 tt[64]      per symbol: deltaNbBits (low i32) | deltaFindState (high i32)
+//   +1544 i32 p[64]       normalized count (a -1 counts as 1), for cost estimates
+// Encoding symbol s from state T (size <= T < 2 * size) writes the low nb = (T + deltaNbBits) >> 16
+// bits of T and moves to next[(T >> nb) + deltaFindState]. The two constants fold in what the
+// format spells out per symbol: nb is log - highbit(p), one less where T < p << that, and the cell
+// is the symbol's (T >> nb) - p'th, so one add and one shift replace a compare and three loads.
 export const CTABLE_SIZE: usize = 1800
+export const CT_NEXT: usize = 4
+export const CT_TT: usize = 1032
+export const CT_P: usize = 1544
 
 /** Builds a compression table for norm[0..maxSym] (maxSym < 64). False if invalid. */
 export function fseBuildCTable(norm: usize, maxSym: i32, log: i32, ct: usize): bool {
   if (!fseSpread(norm, maxSym, log)) return false
   store<i32>(ct, log)
+  const size = 1 << log
   let start = 0
   for (let s = 0; s < 64; s++) {
     let p = 0
+    let tt: u64 = 0
     if (s <= maxSym) {
       p = <i32>load<i16>(norm + (<usize>s << 1))
       if (p == -1) p = 1
+      if (p > 0) {
+        const maxNb = p == 1 ? log : log - highbit(<u32>(p - 1))
+        tt = <u64><u32>((maxNb << 16) - (p << maxNb)) | (<u64><u32>(start - p) << 32)
+      }
     }
-    store<i32>(ct + 1028 + (<usize>s << 2), p)
-    store<i32>(ct + 1284 + (<usize>s << 2), p > 0 ? log - highbit(<u32>p) : 0)
-    store<i32>(ct + 1540 + (<usize>s << 2), start)
+    store<u64>(ct + CT_TT + (<usize>s << 3), tt)
+    store<i32>(ct + CT_P + (<usize>s << 2), p)
     store<i32>(NEXT + (<usize>s << 2), start)
     start += p
   }
-  const size = 1 << log
   for (let u = 0; u < size; u++) {
     const s = <usize>load<u8>(SPREAD + <usize>u)
     const k = load<i32>(NEXT + (s << 2))
     store<i32>(NEXT + (s << 2), k + 1)
-    store<u16>(ct + 4 + (<usize>k << 1), <u16>u)
+    store<u16>(ct + CT_NEXT + (<usize>k << 1), <u16>(size + u))
   }
   return true
 }
 
-/** Compression table of a single symbol (RLE mode): log 0. */
+/** Compression table of a single symbol (RLE mode): log 0, state 0, no bits. */
 export function fseBuildCTableRle(sym: i32, ct: usize): void {
   store<i32>(ct, 0)
   for (let s = 0; s < 64; s++) {
-    store<i32>(ct + 1028 + (<usize>s << 2), s == sym ? 1 : 0)
-    store<i32>(ct + 1284 + (<usize>s << 2), 0)
-    store<i32>(ct + 1540 + (<usize>s << 2), 0)
+    store<u64>(ct + CT_TT + (<usize>s << 3), 0)
+    store<i32>(ct + CT_P + (<usize>s << 2), s == sym ? 1 : 0)
   }
-  store<u16>(ct + 4, 0)
+  store<u32>(ct + CT_NEXT, 0)
 }
 
-/** Any valid starting state for symbol s (its lowest cell, which always has nbBits >= 1 unless p == size). */
+/**
+ * Starting state for symbol s: its lowest cell (which always has nbBits >= 1 unless p == size).
+ * Any of its cells would do; this one keeps the output what it was before the tt tables.
+ */
 // @ts-ignore: decorator
 @inline
 export function fseInitState(ct: usize, s: i32): u32 {
-  return <u32>load<u16>(ct + 4 + (<usize>load<i32>(ct + 1540 + (<usize>s << 2)) << 1))
+  const so = <usize>s
+  const start = <i32>(load<u64>(ct + CT_TT + (so << 3)) >> 32) + load<i32>(ct + CT_P + (so << 2))
+  return <u32>load<u16>(ct + CT_NEXT + (<usize>start << 1))
 }
 
 /** Cost of symbol s in 1/256 bits under table ct (approximation). */
 export function fseSymbolCost256(ct: usize, s: i32): i32 {
-  const p = load<i32>(ct + 1028 + (<usize>s << 2))
+  const p = load<i32>(ct + CT_P + (<usize>s << 2))
   if (p <= 0) return 1 << 20
   return (load<i32>(ct) << 8) - log2fix(<u32>p)
 }
@@ -210,6 +224,7 @@ export function log2fix(v: u32): i32 {
 // ---- normalization and the table description --------------------------------------------
 
 const NORM_V: usize = memory.data(256 * 4)
+const NORM_S: usize = memory.data(256 * 4)
 
 /**
  * Normalizes counts[0..maxSym] (u32, total > 0) to sum 1 << log, every present symbol >= 1.
@@ -235,35 +250,42 @@ export function fseNormalize(counts: usize, maxSym: i32, total: u32, log: i32, n
     sum += n
   }
   if (present > size || present == 0) return false
+  if (sum == size) return true
+  // Each step moves one count of the symbol with the best score; only that symbol's score changes,
+  // so the scores are kept (absent symbols, and when removing those at 1, score i32.MIN_VALUE).
+  const grow = sum < size
+  for (let s = 0; s <= maxSym; s++) {
+    const v = load<i32>(NORM_V + (<usize>s << 2))
+    const n = <i32>load<i16>(normOut + (<usize>s << 1))
+    store<i32>(NORM_S + (<usize>s << 2), v == 0 ? i32.MIN_VALUE : normScore(grow, v, n))
+  }
   while (sum != size) {
     let best = -1
     let bestScore = i32.MIN_VALUE
-    if (sum < size) {
-      for (let s = 0; s <= maxSym; s++) {
-        const v = load<i32>(NORM_V + (<usize>s << 2))
-        if (v == 0) continue
-        const n = <i32>load<i16>(normOut + (<usize>s << 1))
-        // Relative under-allocation: prefer the symbol whose share grows the most.
-        const score = <i32>(((<i64>(v - (n << 8))) << 8) / <i64>(n + 1))
-        if (score > bestScore) { bestScore = score; best = s }
-      }
-      store<i16>(normOut + (<usize>best << 1), <i16>(<i32>load<i16>(normOut + (<usize>best << 1)) + 1))
-      sum++
-    } else {
-      for (let s = 0; s <= maxSym; s++) {
-        const v = load<i32>(NORM_V + (<usize>s << 2))
-        if (v == 0) continue
-        const n = <i32>load<i16>(normOut + (<usize>s << 1))
-        if (n <= 1) continue
-        const score = <i32>(((<i64>((n << 8) - v)) << 8) / <i64>n)
-        if (score > bestScore) { bestScore = score; best = s }
-      }
-      if (best < 0) return false
-      store<i16>(normOut + (<usize>best << 1), <i16>(<i32>load<i16>(normOut + (<usize>best << 1)) - 1))
-      sum--
+    for (let s = 0; s <= maxSym; s++) {
+      const score = load<i32>(NORM_S + (<usize>s << 2))
+      if (score > bestScore) { bestScore = score; best = s }
     }
+    if (best < 0) return false
+    const bo = <usize>best << 1
+    const n = <i32>load<i16>(normOut + bo) + (grow ? 1 : -1)
+    store<i16>(normOut + bo, <i16>n)
+    sum += grow ? 1 : -1
+    store<i32>(NORM_S + (<usize>best << 2), normScore(grow, load<i32>(NORM_V + (<usize>best << 2)), n))
   }
   return true
+}
+
+/**
+ * Growing: relative under-allocation (the symbol whose share grows the most). Shrinking: relative
+ * over-allocation, and never below 1.
+ */
+// @ts-ignore: decorator
+@inline
+function normScore(grow: bool, v: i32, n: i32): i32 {
+  if (grow) return <i32>(((<i64>(v - (n << 8))) << 8) / <i64>(n + 1))
+  if (n <= 1) return i32.MIN_VALUE
+  return <i32>(((<i64>((n << 8) - v)) << 8) / <i64>n)
 }
 
 /**

@@ -12,7 +12,7 @@
 import {
   ZSTD_MAGIC, BLOCK_SIZE_MAX, Z_DST_TOO_SMALL, LL_BASE, LL_BITS, ML_BASE, ML_BITS,
   LL_DEFAULT_NORM, LL_DEFAULT_LOG, ML_DEFAULT_NORM, ML_DEFAULT_LOG, OF_DEFAULT_NORM, OF_DEFAULT_LOG,
-  LL_MAX_LOG, ML_MAX_LOG, OF_MAX_LOG, CTABLE_SIZE, highbit, log2fix, fseBuildCTable,
+  LL_MAX_LOG, ML_MAX_LOG, OF_MAX_LOG, CTABLE_SIZE, CT_NEXT, CT_TT, highbit, log2fix, fseBuildCTable,
   fseBuildCTableRle, fseInitState, fseSymbolCost256, fseNormalize, fseWriteNCount,
 } from './zstd-common'
 import { xxh64 } from './zstd-xxh64'
@@ -27,7 +27,7 @@ const HT: usize = memory.data(4 << HASH_LOG_MAX, 16)
 const CHAIN: usize = memory.data(4 << CHAIN_LOG_MAX, 16)
 const LIT: usize = memory.data(BLOCK_SIZE_MAX + 64, 16)
 const SEQ_LL: usize = memory.data(MAX_SEQ * 4, 16)
-const SEQ_ML: usize = memory.data(MAX_SEQ * 4, 16)
+const SEQ_ML: usize = memory.data(MAX_SEQ * 4, 16) // match length - 3
 const SEQ_OV: usize = memory.data(MAX_SEQ * 4, 16)
 const C_LL: usize = memory.data(MAX_SEQ, 16)
 const C_ML: usize = memory.data(MAX_SEQ, 16)
@@ -48,7 +48,7 @@ const NCBUF: usize = memory.data(256, 16)
 const NCBEST: usize = memory.data(256, 16)
 const FREQ: usize = memory.data(256 * 4, 16)
 const HLEN: usize = memory.data(256, 16)
-const HCODE: usize = memory.data(256 * 2, 16)
+const HCODE: usize = memory.data(256 * 4, 16) // code | length << 16
 const HSORT: usize = memory.data(256 * 2, 16)
 const HKEY: usize = memory.data(256 * 4, 16)
 const HNODE: usize = memory.data(512 * 4, 16)
@@ -59,6 +59,7 @@ const WEIGHTS: usize = memory.data(256, 16)
 const WHDR: usize = memory.data(256, 16)
 const WTMP: usize = memory.data(256, 16)
 const LL_CODE: usize = memory.data(64, 16)
+const MASK: usize = memory.data(33 * 8, 16) // (1 << n) - 1: one load where a shift, a subtract and their moves were
 const ML_CODE: usize = memory.data(128, 16)
 
 let preReady = false
@@ -77,6 +78,7 @@ function preparePredefined(): void {
     const n = 1 << <i32>load<u8>(ML_BITS + <usize>c)
     for (let v = base; v < base + n && v < 128; v++) store<u8>(ML_CODE + <usize>v, <u8>c)
   }
+  for (let n = 0; n <= 32; n++) store<u64>(MASK + (<usize>n << 3), (<u64>1 << <u64>n) - 1)
   preReady = true
 }
 
@@ -138,31 +140,14 @@ function bwFinish(): i32 {
   return <i32>(bwPtr - bwStart)
 }
 
-/** Encodes symbol s given the next state t (FSE encoding runs backwards); returns the new state. */
+/** Encodes symbol s from state T (FSE encoding runs backwards); returns the new state. */
 // @ts-ignore: decorator
 @inline
-function fseEncode(ct: usize, s: u32, t: u32): u32 {
-  const log = load<i32>(ct)
-  const T = t + (<u32>1 << <u32>log)
-  const so = <usize>s << 2
-  const p = <u32>load<i32>(ct + 1028 + so)
-  let nb = <u32>load<i32>(ct + 1284 + so)
-  if ((T >> nb) < p) nb--
+function fseEncode(ct: usize, s: u32, T: u32): u32 {
+  const tt = load<u64>(ct + CT_TT + (<usize>s << 3))
+  const nb = (T + <u32>tt) >> 16
   bwAdd(<u64>(T & ((<u32>1 << nb) - 1)), <i32>nb)
-  return <u32>load<u16>(ct + 4 + ((<usize>load<i32>(ct + 1540 + so) + <usize>((T >> nb) - p)) << 1))
-}
-
-/** fseEncode without the writer: new state | bit count << 32 | bits << 40. */
-// @ts-ignore: decorator
-@inline
-function fseStep(ct: usize, s: u32, t: u32): u64 {
-  const T = t + (<u32>1 << <u32>load<i32>(ct))
-  const so = <usize>s << 2
-  const p = <u32>load<i32>(ct + 1028 + so)
-  let nb = <u32>load<i32>(ct + 1284 + so)
-  if ((T >> nb) < p) nb--
-  const st = <u64>load<u16>(ct + 4 + ((<usize>load<i32>(ct + 1540 + so) + <usize>((T >> nb) - p)) << 1))
-  return st | (<u64>nb << 32) | (<u64>(T & ((<u32>1 << nb) - 1)) << 40)
+  return <u32>load<u16>(ct + CT_NEXT + (<usize>((T >> nb) + <u32>(tt >> 32)) << 1))
 }
 
 // ---- level parameters ---------------------------------------------------------------------
@@ -208,6 +193,8 @@ function setLevel(level: i32, srcLen: i32): void {
   if (pChainLog > 0 && need < pChainLog) pChainLog = need < 8 ? 8 : need
   if (need < fShortLog) fShortLog = need < 8 ? 8 : need
   if (fLongLog > 0 && need < fLongLog) fLongLog = need < 8 ? 8 : need
+  fShortShift = <u64>(64 - fShortLog)
+  fLongShift = <u64>(64 - fLongLog)
 }
 
 // ---- match finder ------------------------------------------------------------------------
@@ -337,75 +324,68 @@ function findMatch(pos: i32, end: i32): void {
   mOff = bestOff
 }
 
-function emitSequence(litStart: i32, litLen: i32, off: u32, mlen: i32): void {
-  if (litLen <= 16 && litStart + 16 <= mSrcLen) {
-    // Short runs: two 8-byte moves (reads stay inside src; LIT has slack).
-    const d = LIT + <usize>litCount
-    const sp = mSrc + <usize>litStart
+/** Copies literals src[from..from+n) to LIT at `at` (LIT has slack for the short-run overshoot). */
+// @ts-ignore: decorator
+@inline
+function copyLiterals(at: i32, from: i32, n: i32): void {
+  if (n <= 16 && from + 16 <= mSrcLen) {
+    // Short runs: two 8-byte moves (reads stay inside src).
+    const d = LIT + <usize>at
+    const sp = mSrc + <usize>from
     store<u64>(d, load<u64>(sp))
     store<u64>(d + 8, load<u64>(sp + 8))
   } else {
-    memory.copy(LIT + <usize>litCount, mSrc + <usize>litStart, <usize>litLen)
+    memory.copy(LIT + <usize>at, mSrc + <usize>from, <usize>n)
   }
-  litCount += litLen
-  let ov: u32
-  if (litLen > 0) {
-    if (off == rep0) {
-      ov = 1
-    } else if (off == rep1) {
-      ov = 2
-      rep1 = rep0
-      rep0 = off
-    } else if (off == rep2) {
-      ov = 3
-      rep2 = rep1
-      rep1 = rep0
-      rep0 = off
-    } else {
-      ov = off + 3
-      rep2 = rep1
-      rep1 = rep0
-      rep0 = off
-    }
-  } else {
-    if (off == rep1) {
-      ov = 1
-      rep1 = rep0
-      rep0 = off
-    } else if (off == rep2) {
-      ov = 2
-      rep2 = rep1
-      rep1 = rep0
-      rep0 = off
-    } else if (off == rep0 - 1) {
-      ov = 3
-      rep2 = rep1
-      rep1 = rep0
-      rep0 = off
-    } else {
-      ov = off + 3
-      rep2 = rep1
-      rep1 = rep0
-      rep0 = off
-    }
-  }
-  const o = <usize>nbSeq << 2
-  store<u32>(SEQ_LL + o, <u32>litLen)
-  store<u32>(SEQ_ML + o, <u32>mlen)
+}
+
+/** Stores sequence k (literal length, match length - 3, offset value), its codes and their counts. */
+// @ts-ignore: decorator
+@inline
+function pushSequence(k: i32, ll: u32, ml3: u32, ov: u32): void {
+  const o = <usize>k << 2
+  store<u32>(SEQ_LL + o, ll)
+  store<u32>(SEQ_ML + o, ml3)
   store<u32>(SEQ_OV + o, ov)
   // Codes and their histograms, for the table choice and the encoder.
-  const llc = <usize>llCode(<u32>litLen)
-  const mlc = <usize>mlCode(<u32>mlen - 3)
+  const llc = <usize>llCode(ll)
+  const mlc = <usize>mlCode(ml3)
   const ofc = <usize>highbit(ov)
-  store<u8>(C_LL + <usize>nbSeq, <u8>llc)
-  store<u8>(C_ML + <usize>nbSeq, <u8>mlc)
-  store<u8>(C_OF + <usize>nbSeq, <u8>ofc)
+  store<u8>(C_LL + <usize>k, <u8>llc)
+  store<u8>(C_ML + <usize>k, <u8>mlc)
+  store<u8>(C_OF + <usize>k, <u8>ofc)
   const hl = HIST + (llc << 2)
   store<u32>(hl, load<u32>(hl) + 1)
   const ho = HIST + 256 + (ofc << 2)
   store<u32>(ho, load<u32>(ho) + 1)
   const hm = HIST + 512 + (mlc << 2)
   store<u32>(hm, load<u32>(hm) + 1)
+}
+
+function emitSequence(litStart: i32, litLen: i32, off: u32, mlen: i32): void {
+  copyLiterals(litCount, litStart, litLen)
+  litCount += litLen
+  let ov: u32
+  if (litLen > 0 && off == rep0) {
+    ov = 1
+  } else {
+    // Repeat codes: with literals 1-3 are rep0-rep2; without, rep1, rep2 and rep0 - 1.
+    if (off == rep1) {
+      ov = litLen > 0 ? 2 : 1
+    } else if (off == rep2) {
+      ov = litLen > 0 ? 3 : 2
+      rep2 = rep1
+    } else if (litLen == 0 && off == rep0 - 1) {
+      ov = 3
+      rep2 = rep1
+    } else {
+      ov = off + 3
+      rep2 = rep1
+    }
+    rep1 = rep0
+    rep0 = off
+  }
+  pushSequence(nbSeq, <u32>litLen, <u32>mlen - 3, ov)
   nbSeq++
 }
 
@@ -475,95 +455,106 @@ function parseBlock(start: i32, end: i32): void {
 
 // ---- fast match finder (levels 1-3) ---------------------------------------------------------
 // No chains: one table of 5-byte hashes (HT) and, from level 2, one of 8-byte hashes (CHAIN
-// region). Entries hold gBase + position; gBase grows by srcLen + 1 per frame, so entries of
-// earlier frames read as < gBase (invalid) and the tables need no clearing per call.
+// region). Entries hold gBase + position; gBase grows by srcLen + FRAME_GAP per frame, so an entry
+// of an earlier frame reads as more than a window before any position of this one and the tables
+// need no clearing per call: one unsigned compare, pos - 1 - cand < maxDist, tells a usable entry.
+const FRAME_GAP: u32 = 1 << WINDOW_LOG
 let gBase: u32 = 0
 let fBase: u32 = 0 // gBase of the current frame
 let fastDirty = true // the chain finder reuses HT / CHAIN with raw positions
 let fShortLog = 15
 let fLongLog = 0
+// The hashes' shift counts, as 64-bit values: computed in the parser they cost a sign extension and
+// a subtraction per probe once the register allocator spills them.
+let fShortShift: u64 = 49
+let fLongShift: u64 = 64
 
 // @ts-ignore: decorator
 @inline
-function hash5(v: u64, log: i32): usize {
-  return <usize>(((v << 24) * 0xCF1BBCDCB7A56463) >> <u64>(64 - log)) << 2
+function hash5(v: u64, shift: u64): usize {
+  return <usize>(((v << 24) * 0xCF1BBCDCB7A56463) >> shift) << 2
 }
 
 // @ts-ignore: decorator
 @inline
-function hash8(v: u64, log: i32): usize {
-  return <usize>((v * 0x9FB21C651E98DF25) >> <u64>(64 - log)) << 2
+function hash8(v: u64, shift: u64): usize {
+  return <usize>((v * 0x9FB21C651E98DF25) >> shift) << 2
 }
 
 function fastReset(srcLen: i32): void {
   if (fastDirty || gBase > 0x70000000 - <u32>srcLen) {
     memory.fill(HT, 0, <usize>(4 << HASH_LOG_MAX))
     memory.fill(CHAIN, 0, <usize>(4 << CHAIN_LOG_MAX))
-    gBase = 1
+    gBase = FRAME_GAP
     fastDirty = false
   }
   fBase = gBase
-  gBase += <u32>srcLen + 1
+  gBase += <u32>srcLen + FRAME_GAP
 }
 
-/** Indexes position p (p + 8 <= block end) in the fast tables. */
+/**
+ * Fast parser: per position one 5-byte and (from level 2) one 8-byte hash probe, rep0 one byte
+ * ahead first. Everything it touches per position is a local (the repeat offsets and sequence
+ * counts go back to the globals at the end), and sequences are written in place.
+ */
+function parseFast(start: i32, end: i32): void {
+  if (fLongLog != 0) parseFastWith(start, end, true)
+  else parseFastWith(start, end, false)
+}
+
+/** parseFast, compiled once per value of `long` (the 8-byte table, levels 2-3) so no probe tests it. */
 // @ts-ignore: decorator
 @inline
-function fastInsert(p: i32): void {
-  const v = load<u64>(mSrc + <usize>p)
-  store<u32>(HT + hash5(v, fShortLog), fBase + <u32>p)
-  if (fLongLog) store<u32>(CHAIN + hash8(v, fLongLog), fBase + <u32>p)
-}
-
-function parseFast(start: i32, end: i32): void {
+function parseFastWith(start: i32, end: i32, long: bool): void {
   seqReset()
   const src = mSrc
   const limit = src + <usize>end
   const base = fBase
-  const sLog = fShortLog
-  const lLog = fLongLog
+  const sShift = fShortShift
+  const lShift = fLongShift
   const maxDist = mMaxDist
   const stepShift = pStepShift
+  let r0 = rep0
+  let r1 = rep1
+  let r2 = rep2
+  let ns = 0
+  let lits = 0
   let anchor = start
   let pos = start
   const ilimit = end - 8
   while (pos < ilimit) {
     const ip = src + <usize>pos
     const v = load<u64>(ip)
-    const hs = hash5(v, sLog)
-    const sCand = <i32>(load<u32>(HT + hs) - base)
-    store<u32>(HT + hs, base + <u32>pos)
-    let lCand = -1
-    let hl: usize = 0
-    if (lLog) {
-      hl = hash8(v, lLog)
-      lCand = <i32>(load<u32>(CHAIN + hl) - base)
-      store<u32>(CHAIN + hl, base + <u32>pos)
+    const hs = HT + hash5(v, sShift)
+    const sCand = <i32>(load<u32>(hs) - base)
+    store<u32>(hs, base + <u32>pos)
+    let lCand = pos // unusable unless the long table has one
+    if (long) {
+      const hl = CHAIN + hash8(v, lShift)
+      lCand = <i32>(load<u32>(hl) - base)
+      store<u32>(hl, base + <u32>pos)
     }
-    let mpos = 0
+    let mpos = pos
     let len = 0
     let off = 0
-    // Repeat offset at pos + 1 (one literal keeps rep0 as code 1).
-    const r = <i32>rep0
-    if (r <= pos + 1 && r <= maxDist && load<u32>(ip + 1) == load<u32>(ip + 1 - <usize>r)) {
+    // Repeat offset at pos + 1 (one literal keeps rep0 as code 1); every rep is <= maxDist.
+    if (<i32>r0 <= pos + 1 && load<u32>(ip + 1) == load<u32>(ip + 1 - <usize>r0)) {
       mpos = pos + 1
-      off = r
-      len = 4 + matchLength(ip + 5, ip + 5 - <usize>r, limit)
-    } else if (lCand >= 0 && lCand < pos && pos - lCand <= maxDist && load<u64>(src + <usize>lCand) == v) {
-      mpos = pos
+      off = <i32>r0
+      len = 4 + matchLength(ip + 5, ip + 5 - <usize>r0, limit)
+    } else if (<u32>(pos - 1 - lCand) < <u32>maxDist && load<u64>(src + <usize>lCand) == v) {
       off = pos - lCand
       len = 8 + matchLength(ip + 8, src + <usize>lCand + 8, limit)
-    } else if (sCand >= 0 && sCand < pos && pos - sCand <= maxDist && ((load<u64>(src + <usize>sCand) ^ v) << 24) == 0) {
-      mpos = pos
+    } else if (<u32>(pos - 1 - sCand) < <u32>maxDist && ((load<u64>(src + <usize>sCand) ^ v) << 24) == 0) {
       off = pos - sCand
       len = 5 + matchLength(ip + 5, src + <usize>sCand + 5, limit)
-      if (lLog && pos + 1 < ilimit) {
+      if (long && pos + 1 < ilimit) {
         // A long match one byte later beats a short one here.
         const v1 = load<u64>(ip + 1)
-        const h1 = hash8(v1, lLog)
-        const c1 = <i32>(load<u32>(CHAIN + h1) - base)
-        store<u32>(CHAIN + h1, base + <u32>(pos + 1))
-        if (c1 >= 0 && c1 < pos + 1 && pos + 1 - c1 <= maxDist && load<u64>(src + <usize>c1) == v1) {
+        const h1 = CHAIN + hash8(v1, lShift)
+        const c1 = <i32>(load<u32>(h1) - base)
+        store<u32>(h1, base + <u32>(pos + 1))
+        if (<u32>(pos - c1) < <u32>maxDist && load<u64>(src + <usize>c1) == v1) {
           const l1 = 8 + matchLength(ip + 9, src + <usize>c1 + 8, limit)
           if (l1 > len + 1) {
             mpos = pos + 1
@@ -581,31 +572,68 @@ function parseFast(start: i32, end: i32): void {
       mpos--
       len++
     }
-    emitSequence(anchor, mpos - anchor, <u32>off, len)
+    const litLen = mpos - anchor
+    copyLiterals(lits, anchor, litLen)
+    lits += litLen
+    const uoff = <u32>off
+    let ov: u32
+    if (litLen > 0 && uoff == r0) {
+      ov = 1
+    } else {
+      if (uoff == r1) {
+        ov = litLen > 0 ? 2 : 1
+      } else if (uoff == r2) {
+        ov = litLen > 0 ? 3 : 2
+        r2 = r1
+      } else if (litLen == 0 && uoff == r0 - 1) {
+        ov = 3
+        r2 = r1
+      } else {
+        ov = uoff + 3
+        r2 = r1
+      }
+      r1 = r0
+      r0 = uoff
+    }
+    pushSequence(ns, <u32>litLen, <u32>len - 3, ov)
+    ns++
     const mstart = mpos
     pos = mpos + len
     anchor = pos
     if (pos < ilimit) {
       // Index a few positions of the match (its start and end).
-      fastInsert(mstart + 2)
-      fastInsert(pos - 2)
-      store<u32>(HT + hash5(load<u64>(src + <usize>(pos - 1)), sLog), base + <u32>(pos - 1))
+      const va = load<u64>(src + <usize>(mstart + 2))
+      const vb = load<u64>(src + <usize>(pos - 2))
+      store<u32>(HT + hash5(va, sShift), base + <u32>(mstart + 2))
+      if (long) store<u32>(CHAIN + hash8(va, lShift), base + <u32>(mstart + 2))
+      store<u32>(HT + hash5(vb, sShift), base + <u32>(pos - 2))
+      if (long) store<u32>(CHAIN + hash8(vb, lShift), base + <u32>(pos - 2))
+      store<u32>(HT + hash5(load<u64>(src + <usize>(pos - 1)), sShift), base + <u32>(pos - 1))
     }
     // Immediate repeat (literal length 0: code 1 means rep1).
     while (pos < ilimit) {
-      const d = rep1
-      if (<i32>d > pos || <i32>d > maxDist) break
+      const d = r1
+      if (<i32>d > pos) break
       const ip2 = src + <usize>pos
       if (load<u32>(ip2) != load<u32>(ip2 - <usize>d)) break
       const l2 = 4 + matchLength(ip2 + 4, ip2 + 4 - <usize>d, limit)
-      fastInsert(pos)
-      emitSequence(pos, 0, d, l2)
+      const v2 = load<u64>(ip2)
+      store<u32>(HT + hash5(v2, sShift), base + <u32>pos)
+      if (long) store<u32>(CHAIN + hash8(v2, lShift), base + <u32>pos)
+      r1 = r0
+      r0 = d
+      pushSequence(ns, 0, <u32>l2 - 3, 1)
+      ns++
       pos += l2
       anchor = pos
     }
   }
-  memory.copy(LIT + <usize>litCount, src + <usize>anchor, <usize>(end - anchor))
-  litCount += end - anchor
+  memory.copy(LIT + <usize>lits, src + <usize>anchor, <usize>(end - anchor))
+  litCount = lits + end - anchor
+  nbSeq = ns
+  rep0 = r0
+  rep1 = r1
+  rep2 = r2
 }
 
 // ---- Huffman literals -----------------------------------------------------------------------
@@ -710,7 +738,7 @@ function buildHuffman(maxSym: i32): i32 {
     const l = <usize>load<u8>(HLEN + <usize>s)
     if (l) {
       const c = load<i32>(HSTART + (l << 2))
-      store<u16>(HCODE + (<usize>s << 1), <u16>c)
+      store<u32>(HCODE + (<usize>s << 2), <u32>c | (<u32>l << 16))
       store<i32>(HSTART + (l << 2), c + 1)
     }
   }
@@ -757,7 +785,7 @@ function writeHuffTree(maxSym: i32, maxLen: i32): i32 {
         let st1: u32 = 0
         const wl = <u32>load<u8>(WEIGHTS + <usize>(nw - 1))
         const wp = <u32>load<u8>(WEIGHTS + <usize>(nw - 2))
-        const sl = <u32>load<u16>(CT_W + 4 + (<usize>load<i32>(CT_W + 1540 + (<usize>wl << 2)) << 1))
+        const sl = fseInitState(CT_W, <i32>wl)
         const sp = fseInitState(CT_W, <i32>wp)
         if (((nw - 1) & 1) == 0) { st0 = sl; st1 = sp } else { st1 = sl; st0 = sp }
         for (let i = nw - 3; i >= 0; i--) {
@@ -765,8 +793,9 @@ function writeHuffTree(maxSym: i32, maxLen: i32): i32 {
           if ((i & 1) == 0) st0 = fseEncode(CT_W, w, st0)
           else st1 = fseEncode(CT_W, w, st1)
         }
-        bwAdd(<u64>st1, log)
-        bwAdd(<u64>st0, log)
+        const mask = (<u32>1 << <u32>log) - 1
+        bwAdd(<u64>(st1 & mask), log)
+        bwAdd(<u64>(st0 & mask), log)
         const bs = bwFinish()
         if (bs < 0) continue
         const total = nc + bs
@@ -852,31 +881,47 @@ function writeRawHeader(op: usize, type: u32, n: i32): void {
 }
 
 function encodeHufStream(out: usize, end: usize, from: i32, to: i32): i32 {
-  // Local accumulator, flushed every two symbols (at most 7 + 2 * 11 bits pending).
+  // Local accumulator, flushed every four symbols (at most 7 + 4 * 11 bits pending); the first
+  // (to - from) % 4 symbols, taken from the end, go before the first flush.
   let acc: u64 = 0
   let bits: u64 = 0
   let p = out
   const pend = end - 8
   let i = to - 1
-  if (((to - from) & 1) != 0) {
-    const s = <usize>load<u8>(LIT + <usize>i)
-    acc = <u64>load<u16>(HCODE + (s << 1))
-    bits = <u64>load<u8>(HLEN + s)
-    i--
-  }
-  while (i >= from + 1) {
+  const head = to - ((to - from) & 3)
+  if (head < to) {
+    while (i >= head) {
+      const c = load<u32>(HCODE + (<usize>load<u8>(LIT + <usize>i) << 2))
+      acc |= <u64>(c & 0xFFFF) << bits
+      bits += <u64>(c >> 16)
+      i--
+    }
     if (p > pend) return -1
-    const s0 = <usize>load<u8>(LIT + <usize>i)
-    const s1 = <usize>load<u8>(LIT + <usize>(i - 1))
-    acc |= <u64>load<u16>(HCODE + (s0 << 1)) << bits
-    bits += <u64>load<u8>(HLEN + s0)
-    acc |= <u64>load<u16>(HCODE + (s1 << 1)) << bits
-    bits += <u64>load<u8>(HLEN + s1)
     store<u64>(p, acc)
     p += <usize>(bits >> 3)
     acc >>= bits & ~7
     bits &= 7
-    i -= 2
+  }
+  while (i >= from + 3) {
+    if (p > pend) return -1
+    const q = LIT + <usize>i
+    const c0 = load<u32>(HCODE + (<usize>load<u8>(q) << 2))
+    const c1 = load<u32>(HCODE + (<usize>load<u8>(q - 1) << 2))
+    const c2 = load<u32>(HCODE + (<usize>load<u8>(q - 2) << 2))
+    const c3 = load<u32>(HCODE + (<usize>load<u8>(q - 3) << 2))
+    acc |= <u64>(c0 & 0xFFFF) << bits
+    bits += <u64>(c0 >> 16)
+    acc |= <u64>(c1 & 0xFFFF) << bits
+    bits += <u64>(c1 >> 16)
+    acc |= <u64>(c2 & 0xFFFF) << bits
+    bits += <u64>(c2 >> 16)
+    acc |= <u64>(c3 & 0xFFFF) << bits
+    bits += <u64>(c3 >> 16)
+    store<u64>(p, acc)
+    p += <usize>(bits >> 3)
+    acc >>= bits & ~7
+    bits &= 7
+    i -= 4
   }
   bwInit(p, end)
   bwAdd(acc, <i32>bits)
@@ -1062,59 +1107,78 @@ function writeSequences(op: usize, oend: usize): i32 {
   const mML = chosenMode
   store<u8>(modesAt, <u8>((mLL << 6) | (mOF << 4) | (mML << 2)))
 
-  // Local bit accumulator: after each flush fewer than 8 bits are pending, and each group
-  // below adds at most 26 + 16 or 16 + 31 bits.
+  // Local bit accumulator: after each flush fewer than 8 bits are pending; between two flushes
+  // go one sequence's states (at most 26 bits) and its extra bits, when those are 30 or fewer, else
+  // states + literal length (16) and then match length + offset (16 + 31). Extra bits go out as the value's low bits: every
+  // code's baseline is a multiple of 1 << its bit count (the format's tables are built that way),
+  // so value & mask is value - baseline.
   const last = n - 1
   let sLL = fseInitState(ctLL, <i32>load<u8>(C_LL + <usize>last))
   let sOF = fseInitState(ctOF, <i32>load<u8>(C_OF + <usize>last))
   let sML = fseInitState(ctML, <i32>load<u8>(C_ML + <usize>last))
+  const ttLL = ctLL + CT_TT
+  const ttOF = ctOF + CT_TT
+  const ttML = ctML + CT_TT
+  const nxLL = ctLL + CT_NEXT
+  const nxOF = ctOF + CT_NEXT
+  const nxML = ctML + CT_NEXT
   let acc: u64 = 0
   let bits: u64 = 0
   let p = op
   const pend = oend - 8
-  let ovf = false
-  for (let i = last; i >= 0; i--) {
-    const llc = <u32>load<u8>(C_LL + <usize>i)
-    const mlc = <u32>load<u8>(C_ML + <usize>i)
+  let i = last
+  for (;;) {
+    const llc = <usize>load<u8>(C_LL + <usize>i)
+    const mlc = <usize>load<u8>(C_ML + <usize>i)
     const ofc = <u32>load<u8>(C_OF + <usize>i)
     const o = <usize>i << 2
-    if (i != last) {
-      let r = fseStep(ctOF, ofc, sOF)
-      sOF = <u32>r
-      acc |= (r >> 40) << bits
-      bits += (r >> 32) & 0xFF
-      r = fseStep(ctML, mlc, sML)
-      sML = <u32>r
-      acc |= (r >> 40) << bits
-      bits += (r >> 32) & 0xFF
-      r = fseStep(ctLL, llc, sLL)
-      sLL = <u32>r
-      acc |= (r >> 40) << bits
-      bits += (r >> 32) & 0xFF
+    const llb = <u64>load<u8>(LL_BITS + llc)
+    acc |= (<u64>load<u32>(SEQ_LL + o) & load<u64>(MASK + (<usize>llb << 3))) << bits
+    bits += llb
+    const mlb = <u64>load<u8>(ML_BITS + mlc)
+    if (llb + mlb + <u64>ofc > 30) {
+      if (p > pend) return -1
+      store<u64>(p, acc)
+      p += <usize>(bits >> 3)
+      acc >>= bits & ~7
+      bits &= 7
     }
-    acc |= <u64>(load<u32>(SEQ_LL + o) - load<u32>(LL_BASE + (<usize>llc << 2))) << bits
-    bits += <u64>load<u8>(LL_BITS + <usize>llc)
-    if (p > pend) { ovf = true; break }
-    store<u64>(p, acc)
-    p += <usize>(bits >> 3)
-    acc >>= bits & ~7
-    bits &= 7
-    acc |= <u64>(load<u32>(SEQ_ML + o) - load<u32>(ML_BASE + (<usize>mlc << 2))) << bits
-    bits += <u64>load<u8>(ML_BITS + <usize>mlc)
-    acc |= <u64>(load<u32>(SEQ_OV + o) - (<u32>1 << ofc)) << bits
+    acc |= (<u64>load<u32>(SEQ_ML + o) & load<u64>(MASK + (<usize>mlb << 3))) << bits
+    bits += mlb
+    acc |= (<u64>load<u32>(SEQ_OV + o) & load<u64>(MASK + (<usize>ofc << 3))) << bits
     bits += <u64>ofc
-    if (p > pend) { ovf = true; break }
+    if (p > pend) return -1
     store<u64>(p, acc)
     p += <usize>(bits >> 3)
     acc >>= bits & ~7
     bits &= 7
+    if (i == 0) break
+    i--
+    // The next (earlier) sequence's symbols, from the states the later ones left.
+    let tt = load<u64>(ttOF + (<usize>load<u8>(C_OF + <usize>i) << 3))
+    let nb = (sOF + <u32>tt) >> 16
+    acc |= (<u64>sOF & load<u64>(MASK + (<usize>nb << 3))) << bits
+    bits += <u64>nb
+    sOF = <u32>load<u16>(nxOF + (<usize>((sOF >> nb) + <u32>(tt >> 32)) << 1))
+    tt = load<u64>(ttML + (<usize>load<u8>(C_ML + <usize>i) << 3))
+    nb = (sML + <u32>tt) >> 16
+    acc |= (<u64>sML & load<u64>(MASK + (<usize>nb << 3))) << bits
+    bits += <u64>nb
+    sML = <u32>load<u16>(nxML + (<usize>((sML >> nb) + <u32>(tt >> 32)) << 1))
+    tt = load<u64>(ttLL + (<usize>load<u8>(C_LL + <usize>i) << 3))
+    nb = (sLL + <u32>tt) >> 16
+    acc |= (<u64>sLL & load<u64>(MASK + (<usize>nb << 3))) << bits
+    bits += <u64>nb
+    sLL = <u32>load<u16>(nxLL + (<usize>((sLL >> nb) + <u32>(tt >> 32)) << 1))
   }
-  if (ovf) return -1
   bwInit(p, oend)
   bwAdd(acc, <i32>bits)
-  bwAdd(<u64>sML, load<i32>(ctML))
-  bwAdd(<u64>sOF, load<i32>(ctOF))
-  bwAdd(<u64>sLL, load<i32>(ctLL))
+  const logML = load<i32>(ctML)
+  const logOF = load<i32>(ctOF)
+  const logLL = load<i32>(ctLL)
+  bwAdd(<u64>(sML & ((<u32>1 << <u32>logML) - 1)), logML)
+  bwAdd(<u64>(sOF & ((<u32>1 << <u32>logOF) - 1)), logOF)
+  bwAdd(<u64>(sLL & ((<u32>1 << <u32>logLL) - 1)), logLL)
   const bs = bwFinish()
   if (bs < 0) return -1
   op = p
