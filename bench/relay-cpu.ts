@@ -7,7 +7,10 @@
 //     with requests paced at BENCH_RATE per second (default 170, the request rate of `bench -- bridge`
 //     on this machine): the same work costs more per request when every request wakes the process;
 //   - with BENCH_CALLGRIND=1, user-space instructions per request under callgrind: the relay's run with
-//     1,200 requests minus its run with 200, divided by 1,000. The neighbours cannot move that figure.
+//     1,200 requests minus its run with 200, divided by 1,000, saturated; and the same paced at
+//     BENCH_CALLGRIND_RATE per second (default 50: under callgrind the relay runs some 50 times slower,
+//     and at 50/s it still sleeps between requests, as it does at 170/s natively), 600 minus 100
+//     requests. The neighbours cannot move these figures.
 // BENCH_RELAY_BIN=<path to kafka-edge.js> measures another build (e.g. a checkout of main) the same way.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -25,6 +28,7 @@ const VERSION = 11
 const PARTITIONS = 6
 const BATCH_BYTES = 14_000
 const RATE = Number(process.env.BENCH_RATE ?? 170)
+const CALLGRIND_RATE = Number(process.env.BENCH_CALLGRIND_RATE ?? 50)
 const BIN = process.env.BENCH_RELAY_BIN ?? 'bin/kafka-edge.js'
 
 /** The broker's answer to every request: a 6-partition success (its correlation id patched in per request). */
@@ -142,22 +146,20 @@ async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number,
   } finally { await stopRelay(relay.child) }
 }
 
-async function callgrindPerRequest(brokerPort: number): Promise<number> {
+async function callgrindPerRequest(brokerPort: number, pacedPerSec: number, short: number, long: number): Promise<number> {
   const total = async (n: number): Promise<number> => {
     const out = join(mkdtempSync(join(tmpdir(), 'kafka-edge-relay-callgrind-')), 'callgrind.out')
     const relay = await startRelay(brokerPort, out)
     try {
       const c = await client(relay.url)
-      await c.run(n, 0)
+      await c.run(n, pacedPerSec)
       c.close()
     } finally { await stopRelay(relay.child) }
     const m = /^(?:summary|totals): (\d+)/m.exec(readFileSync(out, 'utf8'))
     if (!m) throw new Error(`no instruction total in ${out}`)
     return Number(m[1])
   }
-  const short = await total(200)
-  const long = await total(1200)
-  return (long - short) / 1000
+  return (await total(long) - await total(short)) / (long - short)
 }
 
 export default async function relayCpu(): Promise<void> {
@@ -177,7 +179,9 @@ export default async function relayCpu(): Promise<void> {
     ]
     if (process.env.BENCH_CALLGRIND === '1') {
       if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('BENCH_CALLGRIND=1 needs valgrind (apt-get install valgrind)')
-      results.push({ impl: 'relay-saturated', metric: 'relay instructions/request (callgrind, user space)', unit: 'instructions', value: Math.round(await callgrindPerRequest(port)) })
+      const metric = 'relay instructions/request (callgrind, user space)'
+      results.push({ impl: 'relay-saturated', metric, unit: 'instructions', value: Math.round(await callgrindPerRequest(port, 0, 200, 1200)) })
+      results.push({ impl: `relay-paced-${CALLGRIND_RATE}-callgrind`, metric, unit: 'instructions', value: Math.round(await callgrindPerRequest(port, CALLGRIND_RATE, 100, 600)) })
     }
     printTable(results, 'relay-saturated')
     const file = writeReport(report('relay-cpu', {
