@@ -39,6 +39,8 @@ const ANSWER = Buffer.from(encodeResponse(Produce, VERSION, 0, {
 
 function stubBroker(): Promise<Server> {
   const server = createServer((s) => {
+    // A relay stopped mid-run may reset its connection; that ends this socket, not the bench.
+    s.on('error', () => s.destroy())
     let buf: Buffer = Buffer.alloc(0)
     s.on('data', (chunk: Buffer) => {
       buf = buf.length > 0 ? Buffer.concat([buf, chunk]) : chunk
