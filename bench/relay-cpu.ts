@@ -10,7 +10,8 @@
 //     1,200 requests minus its run with 200, divided by 1,000, saturated; and the same paced at
 //     BENCH_CALLGRIND_RATE per second (default 50: under callgrind the relay runs some 50 times slower,
 //     and at 50/s it still sleeps between requests, as it does at 170/s natively), 600 minus 100
-//     requests. The neighbours cannot move these figures.
+//     requests. The neighbours cannot move these figures. BENCH_CALLGRIND_WARMUP=<n> sends n requests
+//     first in every callgrind run, so that the code compiled while the relay warms up drops out too.
 // BENCH_RELAY_BIN=<path to kafka-edge.js> measures another build (e.g. a checkout of main) the same way.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -29,6 +30,7 @@ const PARTITIONS = 6
 const BATCH_BYTES = 14_000
 const RATE = Number(process.env.BENCH_RATE ?? 170)
 const CALLGRIND_RATE = Number(process.env.BENCH_CALLGRIND_RATE ?? 50)
+const CALLGRIND_WARMUP = Number(process.env.BENCH_CALLGRIND_WARMUP ?? 0)
 const BIN = process.env.BENCH_RELAY_BIN ?? 'bin/kafka-edge.js'
 
 /** The broker's answer to every request: a 6-partition success (its correlation id patched in per request). */
@@ -154,6 +156,7 @@ async function callgrindPerRequest(brokerPort: number, pacedPerSec: number, shor
     const relay = await startRelay(brokerPort, out)
     try {
       const c = await client(relay.url)
+      if (CALLGRIND_WARMUP > 0) await c.run(CALLGRIND_WARMUP, pacedPerSec)
       await c.run(n, pacedPerSec)
       c.close()
     } finally { await stopRelay(relay.child) }
@@ -189,6 +192,7 @@ export default async function relayCpu(): Promise<void> {
     const file = writeReport(report('relay-cpu', {
       relay: BIN, request: `Produce v${VERSION}, ${PARTITIONS} partitions of ${BATCH_BYTES} B batches, ${saturated.frameBytes} B framed, acks=-1`,
       saturated: '5 requests in flight, 5,000 requests per round, best of 3 rounds after 2,000 warm-up', paced: `${RATE} requests/s, 1,000 per round, best of 2 after 300 warm-up`,
+      ...(process.env.BENCH_CALLGRIND === '1' ? { callgrind: `saturated: 1,200 minus 200 requests; paced at ${CALLGRIND_RATE}/s: 600 minus 100; ${CALLGRIND_WARMUP} warm-up requests in each run` } : {}),
       loadAverage: { before: loadBefore, saturated: saturated.load, paced: paced.load, after: loadavg() },
     }, results))
     console.log(`wrote ${file}`)
