@@ -11,6 +11,8 @@ import type { BenchReport } from './lib.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const docs = join(here, '..', 'docs')
+/** Issue 26: the relay carries at least 0.85x of direct TCP's records/s at full speed. */
+const RELAY_TARGET = 0.85
 
 function load(name: string): BenchReport | null {
   const f = join(here, 'results', `${name}.json`)
@@ -71,7 +73,7 @@ function targetBars(): Bar[] {
     add(`${codec} json 16 KiB: ratio / native`, value(codecs, 'kafka-edge-wasm', `${codec} json 16KiB ratio`), value(codecs, 'native', `${codec} json 16KiB ratio`), 0.9)
   }
   const bridge = load('bridge')
-  add('relay / direct TCP at full speed (records/s)', value(bridge, 'kafka-edge-relay', 'records/s'), value(bridge, 'kafka-edge-direct', 'records/s'), 0.8)
+  add('relay / direct TCP at full speed (records/s)', value(bridge, 'kafka-edge-relay', 'records/s'), value(bridge, 'kafka-edge-direct', 'records/s'), RELAY_TARGET)
   const produce = load('produce')
   const targets = (produce?.config as { targets?: Target[] } | undefined)?.targets ?? []
   for (const t of targets) {
@@ -251,7 +253,7 @@ function targetTable(r: BenchReport, bridge: BenchReport | null): string {
   }
   const ratio = value(bridge, 'kafka-edge-relay', 'relay/direct throughput')
   const out = [md(rows)]
-  if (ratio !== null) out.push('', `Relay at full speed (bridge suite): relay / direct = ${ratio.toFixed(2)}x (target >= 0.8x) ${mark(ratio >= 0.8)}.`)
+  if (ratio !== null) out.push('', `Relay at full speed (bridge suite): relay / direct = ${ratio.toFixed(2)}x (target >= ${RELAY_TARGET}x) ${mark(ratio >= RELAY_TARGET)}.`)
   return out.join('\n')
 }
 

@@ -7,7 +7,11 @@
 //     with requests paced at BENCH_RATE per second (default 170, the request rate of `bench -- bridge`
 //     on this machine): the same work costs more per request when every request wakes the process;
 //   - with BENCH_CALLGRIND=1, user-space instructions per request under callgrind: the relay's run with
-//     1,200 requests minus its run with 200, divided by 1,000. The neighbours cannot move that figure.
+//     1,200 requests minus its run with 200, divided by 1,000, saturated; and the same paced at
+//     BENCH_CALLGRIND_RATE per second (default 50: under callgrind the relay runs some 50 times slower,
+//     and at 50/s it still sleeps between requests, as it does at 170/s natively), 600 minus 100
+//     requests. The neighbours cannot move these figures. BENCH_CALLGRIND_WARMUP=<n> sends n requests
+//     first in every callgrind run, so that the code compiled while the relay warms up drops out too.
 // BENCH_RELAY_BIN=<path to kafka-edge.js> measures another build (e.g. a checkout of main) the same way.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -25,6 +29,8 @@ const VERSION = 11
 const PARTITIONS = 6
 const BATCH_BYTES = 14_000
 const RATE = Number(process.env.BENCH_RATE ?? 170)
+const CALLGRIND_RATE = Number(process.env.BENCH_CALLGRIND_RATE ?? 50)
+const CALLGRIND_WARMUP = Number(process.env.BENCH_CALLGRIND_WARMUP ?? 0)
 const BIN = process.env.BENCH_RELAY_BIN ?? 'bin/kafka-edge.js'
 
 /** The broker's answer to every request: a 6-partition success (its correlation id patched in per request). */
@@ -35,6 +41,8 @@ const ANSWER = Buffer.from(encodeResponse(Produce, VERSION, 0, {
 
 function stubBroker(): Promise<Server> {
   const server = createServer((s) => {
+    // A relay stopped mid-run may reset its connection; that ends this socket, not the bench.
+    s.on('error', () => s.destroy())
     let buf: Buffer = Buffer.alloc(0)
     s.on('data', (chunk: Buffer) => {
       buf = buf.length > 0 ? Buffer.concat([buf, chunk]) : chunk
@@ -142,22 +150,21 @@ async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number,
   } finally { await stopRelay(relay.child) }
 }
 
-async function callgrindPerRequest(brokerPort: number): Promise<number> {
+async function callgrindPerRequest(brokerPort: number, pacedPerSec: number, short: number, long: number): Promise<number> {
   const total = async (n: number): Promise<number> => {
     const out = join(mkdtempSync(join(tmpdir(), 'kafka-edge-relay-callgrind-')), 'callgrind.out')
     const relay = await startRelay(brokerPort, out)
     try {
       const c = await client(relay.url)
-      await c.run(n, 0)
+      if (CALLGRIND_WARMUP > 0) await c.run(CALLGRIND_WARMUP, pacedPerSec)
+      await c.run(n, pacedPerSec)
       c.close()
     } finally { await stopRelay(relay.child) }
     const m = /^(?:summary|totals): (\d+)/m.exec(readFileSync(out, 'utf8'))
     if (!m) throw new Error(`no instruction total in ${out}`)
     return Number(m[1])
   }
-  const short = await total(200)
-  const long = await total(1200)
-  return (long - short) / 1000
+  return (await total(long) - await total(short)) / (long - short)
 }
 
 export default async function relayCpu(): Promise<void> {
@@ -177,12 +184,15 @@ export default async function relayCpu(): Promise<void> {
     ]
     if (process.env.BENCH_CALLGRIND === '1') {
       if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('BENCH_CALLGRIND=1 needs valgrind (apt-get install valgrind)')
-      results.push({ impl: 'relay-saturated', metric: 'relay instructions/request (callgrind, user space)', unit: 'instructions', value: Math.round(await callgrindPerRequest(port)) })
+      const metric = 'relay instructions/request (callgrind, user space)'
+      results.push({ impl: 'relay-saturated', metric, unit: 'instructions', value: Math.round(await callgrindPerRequest(port, 0, 200, 1200)) })
+      results.push({ impl: `relay-paced-${CALLGRIND_RATE}-callgrind`, metric, unit: 'instructions', value: Math.round(await callgrindPerRequest(port, CALLGRIND_RATE, 100, 600)) })
     }
     printTable(results, 'relay-saturated')
     const file = writeReport(report('relay-cpu', {
       relay: BIN, request: `Produce v${VERSION}, ${PARTITIONS} partitions of ${BATCH_BYTES} B batches, ${saturated.frameBytes} B framed, acks=-1`,
       saturated: '5 requests in flight, 5,000 requests per round, best of 3 rounds after 2,000 warm-up', paced: `${RATE} requests/s, 1,000 per round, best of 2 after 300 warm-up`,
+      ...(process.env.BENCH_CALLGRIND === '1' ? { callgrind: `saturated: 1,200 minus 200 requests; paced at ${CALLGRIND_RATE}/s: 600 minus 100; ${CALLGRIND_WARMUP} warm-up requests in each run` } : {}),
       loadAverage: { before: loadBefore, saturated: saturated.load, paced: paced.load, after: loadavg() },
     }, results))
     console.log(`wrote ${file}`)

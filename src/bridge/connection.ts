@@ -477,12 +477,11 @@ export class RelayConnection implements RequestContext {
       return this.close(CloseCode.INTERNAL, 'broker answered a request the relay did not forward', null)
     }
     this.pending.delete(correlationId)
-    const body = frame.subarray(4)
-    if (p.own) return p.own.answer(body)
+    if (p.own) return p.own.answer(frame.subarray(4))
     if (this.pending.size < relay.cfg.limits.maxInFlight) this.resume('inflight')
     relay.latencyFor(p.apiKey)((this.lastActivity - p.t0) / 1000)
-    if (p.learn) this.learn(p, body)
-    if (p.init) this.issueTicket(p, body)
+    if (p.learn) this.learn(p, frame)
+    if (p.init) this.issueTicket(p, frame.subarray(4))
     if (p.drop) {
       // The request reached the broker and was answered; losing the answer is the case that tests idempotence.
       relay.log.info('fault_drop_response', { correlationId, principal: this.principal })
@@ -535,12 +534,13 @@ export class RelayConnection implements RequestContext {
     this.ws.send(JSON.stringify({ type: 'producer-id-ticket', ticket, producerId: pid.toString(), producerEpoch: epoch, transactionalId: p.init!.transactionalId, expiresAt: iat + relay.cfg.auth.ticketTtlSec }))
   }
 
-  private learn(p: Pending, body: Uint8Array): void {
+  /** Broker endpoints in an answer (`frame`: size prefix included). */
+  private learn(p: Pending, frame: Buffer): void {
     const api = apiByKey(p.apiKey)
     if (!api) return
     try {
-      if (api === Produce && !hasTopLevelTags(api, p.version, body)) return
-      const msg = decodeResponse(api, p.version, body)
+      if (api === Produce && !hasTopLevelTags(api, p.version, frame, 4)) return
+      const msg = decodeResponse(api, p.version, frame.subarray(4))
       if (api === Metadata) this.relay.destinations.learn(msg.brokers as Array<{ nodeId: number; host: string; port: number }>)
       else if (api === FindCoordinator) {
         if (p.version >= 4) this.relay.destinations.learn(msg.coordinators as Array<{ nodeId: number; host: string; port: number; errorCode: number }>)

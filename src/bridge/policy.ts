@@ -4,7 +4,7 @@ import {
   Reader, TxnOffsetCommit, type ApiSchema,
 } from '../edge/protocol/index.js'
 import { CloseCode } from './codes.js'
-import { ScanRefusal, scanRequest, type RequestFacts } from './scan.js'
+import { ScanRefusal, sameBytes, scanRequest, type RequestFacts } from './scan.js'
 import { compilePatterns, type TokenClaims } from './token.js'
 
 /** What the token lets a connection do, compiled once per connection. */
@@ -66,6 +66,9 @@ const ALLOWED = new Map<number, ApiSchema>([
   Produce, Metadata, FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, ApiVersions, DescribeProducers,
 ].map((a) => [a.key, a]))
 
+type Accepted = Extract<Verdict, { ok: true }>
+const accepted = (apiKey: number, apiVersion: number, correlationId: number, expectResponse: boolean, learn: boolean): Accepted =>
+  ({ ok: true, apiKey, apiVersion, correlationId, expectResponse, learn })
 const refuse = (code: number, reason: string, metric: string): Verdict => ({ ok: false, code, reason, metric })
 const forbidden = (reason: string, metric: string) => refuse(CloseCode.FORBIDDEN, reason, metric)
 // Close reasons are limited to 123 bytes by RFC 6455; names in them are clipped.
@@ -98,6 +101,9 @@ export interface RequestContext {
   maxNamesPerRequest: number
 }
 
+/** The last client id found valid UTF-8: every request of a producer carries the same one. */
+let lastClientId = new Uint8Array(0)
+
 /** Inspects one request frame body (size prefix removed). Never throws; may rewrite `body` in place. */
 export function inspectRequest(body: Uint8Array, ctx: RequestContext): Verdict {
   if (body.length < 8) return refuse(CloseCode.BAD_FRAME, 'request shorter than a request header', 'bad_frame')
@@ -118,12 +124,19 @@ export function inspectRequest(body: Uint8Array, ctx: RequestContext): Verdict {
     correlationId = r.int32()
     const clientIdLength = r.int16()
     if (clientIdLength < -1) return refuse(CloseCode.BAD_FRAME, 'negative client id length', 'bad_frame')
-    if (clientIdLength > 0 && !isUtf8(r.raw(clientIdLength, 'client id'))) return refuse(CloseCode.BAD_FRAME, 'client id is not valid UTF-8', 'bad_frame')
+    if (clientIdLength > 0) {
+      const at = r.pos
+      r.skip(clientIdLength, 'client id')
+      if (!sameBytes(lastClientId, body, at, clientIdLength)) {
+        if (!isUtf8(body.subarray(at, at + clientIdLength))) return refuse(CloseCode.BAD_FRAME, 'client id is not valid UTF-8', 'bad_frame')
+        if (clientIdLength <= 256) lastClientId = Uint8Array.from(body.subarray(at, at + clientIdLength))
+      }
+    }
     if (apiVersion >= api.flexibleFrom) {
       const tags = r.uvarint()
       for (let i = 0; i < tags; i++) { r.uvarint(); r.skip(r.uvarint(), 'tagged header field') }
     }
-    if (api !== ApiVersions) facts = scanRequest(api, apiVersion, body, r.pos, ctx.maxNamesPerRequest)
+    if (api !== ApiVersions) facts = scanRequest(api, apiVersion, r, ctx.maxNamesPerRequest)
   } catch (e) {
     if (e instanceof ScanRefusal) {
       // Names Kafka would refuse are refused before anything else is looked at.
@@ -132,42 +145,44 @@ export function inspectRequest(body: Uint8Array, ctx: RequestContext): Verdict {
     }
     return refuse(CloseCode.BAD_FRAME, `${api.name} request does not parse`, 'bad_frame')
   }
-  const base = { ok: true as const, apiKey, apiVersion, correlationId, expectResponse: true, learn: false }
-  if (!facts) return base
+  if (!facts) return accepted(apiKey, apiVersion, correlationId, true, false)
   const { grants } = ctx
-  for (const id of facts.transactionalIds) if (!grants.transactionalId(id)) return forbidden(`transactional id ${clip(id)} is not allowed`, 'transactional_id')
-  for (const g of facts.groups) if (!grants.group(g)) return forbidden(`group ${clip(g)} is not allowed`, 'group')
+  const { transactionalIds, groups, topics, producerIds } = facts
+  for (let i = 0; i < transactionalIds.length; i++) if (!grants.transactionalId(transactionalIds[i]!)) return forbidden(`transactional id ${clip(transactionalIds[i]!)} is not allowed`, 'transactional_id')
+  for (let i = 0; i < groups.length; i++) if (!grants.group(groups[i]!)) return forbidden(`group ${clip(groups[i]!)} is not allowed`, 'group')
   if (facts.allTopics) return forbidden('Metadata for all topics is not allowed; name the topics', 'topic')
   if (facts.byTopicId) return forbidden('lookups by topic id are not allowed; name the topics', 'topic_id')
-  for (const t of facts.topics) if (!grants.topic(t)) return forbidden(`topic ${clip(t)} is not allowed`, 'topic')
-  for (const pid of facts.producerIds) {
-    if (!ctx.ownsProducerId(pid)) return refuse(CloseCode.FOREIGN_PRODUCER_ID, `producer id ${pid} was not issued to this principal`, 'foreign_producer_id')
+  for (let i = 0; i < topics.length; i++) if (!grants.topic(topics[i]!)) return forbidden(`topic ${clip(topics[i]!)} is not allowed`, 'topic')
+  for (let i = 0; i < producerIds.length; i++) {
+    if (!ctx.ownsProducerId(producerIds[i]!)) return refuse(CloseCode.FOREIGN_PRODUCER_ID, `producer id ${producerIds[i]} was not issued to this principal`, 'foreign_producer_id')
   }
 
   switch (apiKey) {
     case Produce.key:
       // Produce v10+ may name new leaders' endpoints (KIP-951); the client will ask for them next.
-      return { ...base, expectResponse: facts.acks !== 0, learn: apiVersion >= 10 }
-    case Metadata.key:
+      return accepted(apiKey, apiVersion, correlationId, facts.acks !== 0, apiVersion >= 10)
+    case Metadata.key: {
+      const base = accepted(apiKey, apiVersion, correlationId, true, true)
       if (facts.autoCreateAt >= 0) {
         // Never let a name typed in a browser create a topic: clear the flag in the frame itself
         // (the buffer is the relay's own copy of the message).
         body[facts.autoCreateAt] = 0
-        return { ...base, learn: true, rewritten: true }
+        return { ...base, rewritten: true }
       }
-      return { ...base, learn: true }
+      return base
+    }
     case FindCoordinator.key: {
       const txn = facts.keyType === 1
       if (!txn && facts.keyType !== 0) return forbidden(`FindCoordinator key type ${facts.keyType} is not allowed`, 'api')
       for (const k of facts.coordinatorKeys) {
         if (!(txn ? grants.transactionalId(k) : grants.group(k))) return forbidden(`${txn ? 'transactional id' : 'group'} ${clip(k)} is not allowed`, txn ? 'transactional_id' : 'group')
       }
-      return { ...base, learn: true }
+      return accepted(apiKey, apiVersion, correlationId, true, true)
     }
     case InitProducerId.key:
       if (!ctx.admitInitProducerId()) return refuse(CloseCode.PRODUCER_ID_RATE_LIMITED, 'too many InitProducerId calls: reuse the producer (or its saved producer-id ticket)', 'init_producer_id_rate')
-      return { ...base, initProducerId: { transactionalId: facts.transactionalIds[0] ?? null } }
+      return { ...accepted(apiKey, apiVersion, correlationId, true, false), initProducerId: { transactionalId: facts.transactionalIds[0] ?? null } }
     default:
-      return base
+      return accepted(apiKey, apiVersion, correlationId, true, false)
   }
 }

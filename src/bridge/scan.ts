@@ -56,154 +56,251 @@ type Role = 'topic' | 'txn' | 'group' | 'key'
 /** Which request fields hold checked names; the schemas use these field names in every API the relay passes. */
 const STRING_ROLES: Record<string, Role> = { name: 'topic', transactionalId: 'txn', groupId: 'group', key: 'key', coordinatorKeys: 'key' }
 
-export function scanRequest(api: ApiSchema, version: number, body: Uint8Array, bodyOffset: number, maxNames: number): RequestFacts {
-  const facts: RequestFacts = {
-    topics: [], transactionalIds: [], groups: [], coordinatorKeys: [], keyType: -1, producerIds: [],
-    allTopics: false, byTopicId: false, acks: -1, autoCreateAt: -1,
+/** Whether a struct type has a checked name among its fields: decided once per schema struct. */
+const structHoldsName = new WeakMap<readonly Field[], boolean>()
+function holdsName(type: Field['type']): boolean {
+  if (typeof type === 'string') return false
+  let v = structHoldsName.get(type)
+  if (v === undefined) {
+    v = type.some((f) => f.type === 'string' && STRING_ROLES[f.name] !== undefined)
+    structHoldsName.set(type, v)
   }
-  const flexible = version >= api.flexibleFrom
-  const r = new Reader(body, bodyOffset)
-  const view = new DataView(body.buffer, body.byteOffset, body.byteLength)
-  let names = 0
-  const addName = (role: Role, bytes: Uint8Array): void => {
-    if (++names > maxNames) throw new ScanRefusal('too_many_names', `a request may carry at most ${maxNames} names`)
+  return v
+}
+
+/**
+ * Topic names the relay decoded lately, with their bytes. A connection names the same few topics in
+ * every Produce; a name whose bytes equal a remembered one's is that string, without a new one.
+ */
+const recentTopics: Array<{ bytes: Uint8Array; name: string }> = []
+let recentNext = 0
+
+/** Whether `a` holds exactly the `n` bytes at `at` of `b`. */
+export function sameBytes(a: Uint8Array, b: Uint8Array, at: number, n: number): boolean {
+  if (a.length !== n) return false
+  for (let i = 0; i < n; i++) if (a[i] !== b[at + i]) return false
+  return true
+}
+
+/** A remembered name with exactly these bytes (so legal already), or null. */
+function recentTopic(body: Uint8Array, at: number, n: number): string | null {
+  for (let i = 0; i < recentTopics.length; i++) {
+    const t = recentTopics[i]!
+    if (sameBytes(t.bytes, body, at, n)) return t.name
+  }
+  return null
+}
+
+/** A legal topic name's string (ASCII, so latin1 is exact), remembered with a copy of its bytes. */
+function rememberTopic(body: Uint8Array, at: number, n: number): string {
+  const bytes = Uint8Array.from(body.subarray(at, at + n))
+  const name = Buffer.from(bytes.buffer, 0, n).toString('latin1')
+  const entry = { bytes, name }
+  if (recentTopics.length < 16) recentTopics.push(entry)
+  else recentTopics[recentNext] = entry
+  recentNext = (recentNext + 1) % 16
+  return name
+}
+
+const int32At = (b: Uint8Array, at: number): number => (b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!
+
+/**
+ * One request's walk. Its methods are the walk's steps, so a request costs this object and the
+ * lists it fills, not a set of closures.
+ */
+class RequestScan implements RequestFacts {
+  topics: string[] = []
+  transactionalIds: string[] = []
+  groups: string[] = []
+  coordinatorKeys: string[] = []
+  keyType = -1
+  producerIds: bigint[] = []
+  allTopics = false
+  byTopicId = false
+  acks = -1
+  autoCreateAt = -1
+  private names = 0
+  private readonly flexible: boolean
+  /** The last batch producer id read, as two int32 halves: the batches of one producer repeat it. */
+  private pidHigh = -1
+  private pidLow = -1
+
+  constructor(private readonly api: ApiSchema, private readonly version: number, private readonly r: Reader, private readonly maxNames: number) {
+    this.flexible = version >= api.flexibleFrom
+  }
+
+  private inRange(range: readonly [number, number] | null): boolean { return range !== null && this.version >= range[0] && this.version <= range[1] }
+
+  private addName(role: Role, at: number, n: number): void {
+    if (++this.names > this.maxNames) throw new ScanRefusal('too_many_names', `a request may carry at most ${this.maxNames} names`)
+    const body = this.r.buf
     if (role === 'topic') {
-      const problem = topicNameProblem(bytes)
-      if (problem) throw new ScanRefusal('invalid_name', problem)
-      // Legal topic names are ASCII: latin1 is exact and cheaper than UTF-8 decoding.
-      facts.topics.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('latin1'))
+      let name = recentTopic(body, at, n)
+      if (name === null) {
+        const problem = topicNameProblem(body.subarray(at, at + n))
+        if (problem) throw new ScanRefusal('invalid_name', problem)
+        name = rememberTopic(body, at, n)
+      }
+      this.topics.push(name)
       return
     }
     let s: string
-    try { s = exact.decode(bytes) } catch { throw new ScanRefusal('invalid_name', `a ${role === 'txn' ? 'transactional id' : role === 'group' ? 'group id' : 'coordinator key'} is not valid UTF-8`) }
-    if (role === 'txn') facts.transactionalIds.push(s)
-    else if (role === 'group') facts.groups.push(s)
-    else facts.coordinatorKeys.push(s)
-  }
-  const addPid = (pid: bigint): void => {
-    if (pid !== -1n && !facts.producerIds.includes(pid)) facts.producerIds.push(pid)
+    try { s = exact.decode(body.subarray(at, at + n)) } catch { throw new ScanRefusal('invalid_name', `a ${role === 'txn' ? 'transactional id' : role === 'group' ? 'group id' : 'coordinator key'} is not valid UTF-8`) }
+    if (role === 'txn') this.transactionalIds.push(s)
+    else if (role === 'group') this.groups.push(s)
+    else this.coordinatorKeys.push(s)
   }
 
-  const str = (compact: boolean): Uint8Array | null => {
-    const n = compact ? r.uvarint() - 1 : r.int16()
+  private addPid(pid: bigint): void {
+    if (pid !== -1n && !this.producerIds.includes(pid)) this.producerIds.push(pid)
+  }
+
+  /** A batch header's producer id (8 bytes at `at` of the body); a BigInt only when it differs from the last one. */
+  private addBatchPid(at: number): void {
+    const body = this.r.buf
+    const high = int32At(body, at)
+    const low = int32At(body, at + 4)
+    if (high === this.pidHigh && low === this.pidLow) return
+    this.pidHigh = high
+    this.pidLow = low
+    this.addPid(BigInt.asIntN(64, (BigInt(high >>> 0) << 32n) | BigInt(low >>> 0)))
+  }
+
+  /** A string's length and start; its bytes are left in place (-1 for null). */
+  private str(): number {
+    const { r } = this
+    const n = this.flexible ? r.uvarint() - 1 : r.int16()
     if (n < -1) throw new ProtocolError(`invalid string length ${n}`)
-    return n === -1 ? null : r.raw(n, 'string')
+    if (n > 0) r.skip(n, 'string')
+    return n
   }
-  const inRange = (range: readonly [number, number] | null) => range !== null && version >= range[0] && version <= range[1]
-  const holdsName = (type: Field['type']): boolean => typeof type === 'string' ? false : type.some((f) => typeof f.type === 'string' && f.type === 'string' && STRING_ROLES[f.name] !== undefined)
 
-  const walk = (fields: readonly Field[]): void => {
-    for (const f of fields) {
-      if (!inRange(f.versions) || f.tag !== null) continue
+  walk(fields: readonly Field[]): void {
+    const { r } = this
+    for (let k = 0; k < fields.length; k++) {
+      const f = fields[k]!
+      if (!this.inRange(f.versions) || f.tag !== null) continue
       if (f.array) {
-        const n = r.arrayLength(flexible, 1)
+        const n = r.arrayLength(this.flexible, 1)
         if (n === -1) {
-          if (!inRange(f.nullable)) throw new ProtocolError(`${f.name} is null but not nullable in version ${version}`)
-          if (f.name === 'topics' && api.name === 'Metadata') facts.allTopics = true
+          if (!this.inRange(f.nullable)) throw new ProtocolError(`${f.name} is null but not nullable in version ${this.version}`)
+          if (f.name === 'topics' && this.api.name === 'Metadata') this.allTopics = true
           continue
         }
         // Refused from the count alone: a frame of 380,000 names costs one read, not 380,000 strings.
         if ((f.type === 'string' && STRING_ROLES[f.name]) || holdsName(f.type)) {
-          if (names + n > maxNames) throw new ScanRefusal('too_many_names', `a request may carry at most ${maxNames} names; this one has ${n} in ${f.name}`)
+          if (this.names + n > this.maxNames) throw new ScanRefusal('too_many_names', `a request may carry at most ${this.maxNames} names; this one has ${n} in ${f.name}`)
         }
-        for (let i = 0; i < n; i++) value(f)
+        for (let i = 0; i < n; i++) this.value(f)
         continue
       }
-      value(f)
+      this.value(f)
     }
-    if (flexible) {
+    if (this.flexible) {
       const tags = r.uvarint()
       for (let i = 0; i < tags; i++) { r.uvarint(); r.skip(r.uvarint(), 'tagged field') }
     }
   }
 
-  const value = (f: Field): void => {
+  private value(f: Field): void {
+    const { r } = this
     const type = f.type
-    if (typeof type !== 'string') return walk(type)
+    if (typeof type !== 'string') return this.walk(type)
     switch (type) {
       case 'int8':
-        if (f.name === 'keyType') facts.keyType = r.int8(); else r.int8()
+        if (f.name === 'keyType') this.keyType = r.int8(); else r.int8()
         return
       case 'bool': {
         const at = r.pos
-        if (r.bool() && f.name === 'allowAutoTopicCreation') facts.autoCreateAt = at
+        if (r.bool() && f.name === 'allowAutoTopicCreation') this.autoCreateAt = at
         return
       }
       case 'int16':
-        if (f.name === 'acks') facts.acks = r.int16(); else r.int16()
+        if (f.name === 'acks') this.acks = r.int16(); else r.int16()
         return
       case 'uint16': r.uint16(); return
       case 'int32': r.int32(); return
       case 'float64': r.skip(8); return
       case 'int64':
-        if (f.name === 'producerId') addPid(r.int64()); else r.skip(8)
+        if (f.name === 'producerId') this.addPid(r.int64()); else r.skip(8)
         return
       case 'uuid': {
-        const id = r.raw(16, 'uuid')
-        if (f.name === 'topicId' && id.some((b) => b !== 0)) facts.byTopicId = true
+        const at = r.pos
+        r.skip(16, 'uuid')
+        if (f.name === 'topicId') {
+          const b = r.buf
+          for (let i = at; i < at + 16; i++) if (b[i] !== 0) { this.byTopicId = true; break }
+        }
         return
       }
       case 'string': {
-        const bytes = str(flexible)
+        const n = this.str()
         const role = STRING_ROLES[f.name]
-        if (bytes === null) {
-          if (!inRange(f.nullable)) throw new ProtocolError(`${f.name} is null but not nullable in version ${version}`)
-          if (role === 'topic') facts.byTopicId = true
+        if (n === -1) {
+          if (!this.inRange(f.nullable)) throw new ProtocolError(`${f.name} is null but not nullable in version ${this.version}`)
+          if (role === 'topic') this.byTopicId = true
           return
         }
-        if (role) addName(role, bytes)
+        const at = r.pos - n
+        if (role) this.addName(role, at, n)
         // Any other string must still read the same on both sides: invalid UTF-8 is refused.
-        else if (bytes.length > 0 && !isUtf8(bytes)) throw new ScanRefusal('invalid_name', `${f.name} is not valid UTF-8`)
+        else if (n > 0 && !isUtf8(r.buf.subarray(at, at + n))) throw new ScanRefusal('invalid_name', `${f.name} is not valid UTF-8`)
         return
       }
       case 'bytes': case 'records': {
-        const n = flexible ? r.uvarint() - 1 : r.int32()
+        const n = this.flexible ? r.uvarint() - 1 : r.int32()
         if (n < -1) throw new ProtocolError(`invalid bytes length ${n}`)
         if (n === -1) {
-          if (!inRange(f.nullable)) throw new ProtocolError(`${f.name} is null but not nullable in version ${version}`)
+          if (!this.inRange(f.nullable)) throw new ProtocolError(`${f.name} is null but not nullable in version ${this.version}`)
           return
         }
         const at = r.pos
         r.skip(n, 'bytes')
         // Records are read in place (batch headers only); other bytes are not looked at.
-        if (type === 'records') scanBatches(view, at, n, addPid)
+        if (type === 'records') this.batches(at, n)
         return
       }
     }
   }
 
-  walk(api.request)
-  if (r.remaining !== 0) throw new ProtocolError(`${api.name} v${version} request has ${r.remaining} trailing bytes`)
-  return facts
-}
-
-/**
- * Every record batch header in a partition's records (`length` bytes at `start` of the request
- * body): the producer id the broker will append under. Only magic 2 batches (the only kind Produce v3+ carries) are accepted; the records
- * themselves are never read.
- */
-function scanBatches(view: DataView, start: number, length: number, addPid: (pid: bigint) => void): void {
-  const end = start + length
-  let at = start
-  while (at < end) {
-    if (end - at < 61) throw new ScanRefusal('bad_records', 'a record batch is shorter than its header')
-    const batchLength = view.getInt32(at + 8)
-    if (batchLength < 49 || batchLength > end - at - 12) throw new ScanRefusal('bad_records', 'a record batch length does not match the records it is in')
-    if (view.getInt8(at + 16) !== 2) throw new ScanRefusal('bad_records', 'a record batch is not magic 2')
-    addPid(view.getBigInt64(at + 43))
-    at += 12 + batchLength
+  /**
+   * Every record batch header in a partition's records (`length` bytes at `start` of the request
+   * body): the producer id the broker will append under. Only magic 2 batches (the only kind Produce
+   * v3+ carries) are accepted; the records themselves are never read.
+   */
+  private batches(start: number, length: number): void {
+    const body = this.r.buf
+    const end = start + length
+    let at = start
+    while (at < end) {
+      if (end - at < 61) throw new ScanRefusal('bad_records', 'a record batch is shorter than its header')
+      const batchLength = int32At(body, at + 8)
+      if (batchLength < 49 || batchLength > end - at - 12) throw new ScanRefusal('bad_records', 'a record batch length does not match the records it is in')
+      if (body[at + 16] !== 2) throw new ScanRefusal('bad_records', 'a record batch is not magic 2')
+      this.addBatchPid(at + 43)
+      at += 12 + batchLength
+    }
   }
 }
 
+/** Walks a request body from the reader's position (past the request header) to its end. */
+export function scanRequest(api: ApiSchema, version: number, r: Reader, maxNames: number): RequestFacts {
+  const scan = new RequestScan(api, version, r, maxNames)
+  scan.walk(api.request)
+  if (r.remaining !== 0) throw new ProtocolError(`${api.name} v${version} request has ${r.remaining} trailing bytes`)
+  return scan
+}
+
 /**
- * Whether a response body (size prefix removed) carries top-level tagged fields. A Produce
- * response names new leaders' endpoints (KIP-951) only there, and only after a leader change, so
- * the relay decodes a Produce response only when this says so: the common answer is walked, not built.
+ * Whether a response body (from `start` of `buf`, e.g. 4 of a frame with its size prefix) carries
+ * top-level tagged fields. A Produce response names new leaders' endpoints (KIP-951) only there, and
+ * only after a leader change, so the relay decodes a Produce response only when this says so: the
+ * common answer is walked, not built.
  */
-export function hasTopLevelTags(api: ApiSchema, version: number, body: Uint8Array): boolean {
+export function hasTopLevelTags(api: ApiSchema, version: number, buf: Uint8Array, start = 0): boolean {
   const flexible = version >= api.flexibleFrom
   if (!flexible) return false
-  const r = new Reader(body)
+  const r = new Reader(buf, start)
   r.int32()
   skipTags(r)
   skipFields(api.response, version, r)

@@ -116,6 +116,38 @@ describe('relay frame + header parser fuzz', () => {
     if (!v.ok) expect(v.code).toBe(CloseCode.BAD_FRAME)
   })
 
+  it('names, client ids and producer ids the parser remembers are matched byte for byte', () => {
+    const produce = (name: string, pids: bigint[], clientId = 'fuzz') => inspectRequest(encodeRequest(Produce, 9, 1, clientId, {
+      transactionalId: null, acks: -1, timeoutMs: 1000,
+      topicData: [{ name, partitionData: [{ index: 0, records: concat(pids.map((pid) => batch(70, pid))) }] }],
+    }).subarray(4), ctx)
+    const concat = (parts: Uint8Array[]) => {
+      const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
+      let at = 0
+      for (const p of parts) { out.set(p, at); at += p.length }
+      return out
+    }
+    const verdict = (v: ReturnType<typeof inspectRequest>) => (v.ok ? 'ok' : v.metric)
+    expect(verdict(produce('ok-a', [7n]))).toBe('ok')
+    // Same length as a remembered name, one byte apart.
+    expect(verdict(produce('no-a', [7n]))).toBe('topic')
+    expect(verdict(produce('ok-a', [7n]))).toBe('ok')
+    // More names than are remembered, then the first ones again.
+    for (let i = 0; i < 40; i++) expect(verdict(produce(`ok-${i}`, [7n]))).toBe('ok')
+    expect(verdict(produce('no-a', [7n]))).toBe('topic')
+    expect(verdict(produce('ok-a', [-1n]))).toBe('ok')
+    expect(verdict(produce('ok-a\u00e9', [7n]))).toBe('invalid_name')
+    // A batch under another producer id behind batches under a remembered one.
+    expect(verdict(produce('ok-a', [7n, 7n, 666n]))).toBe('foreign_producer_id')
+    expect(verdict(produce('ok-a', [666n, 7n]))).toBe('foreign_producer_id')
+    expect(verdict(produce('ok-a', [-1n, 7n, -1n]))).toBe('ok')
+    // A client id of the remembered one's length that is not UTF-8.
+    const bad = encodeRequest(Produce, 9, 1, 'fuzz', { transactionalId: null, acks: -1, timeoutMs: 1000, topicData: [{ name: 'ok-a', partitionData: [] }] })
+    bad.set([0xff, 0xfe, 0xfd, 0xfc], 14)
+    expect(verdict(inspectRequest(bad.subarray(4), ctx))).toBe('bad_frame')
+    expect(verdict(produce('ok-a', [7n]))).toBe('ok')
+  })
+
   it('Metadata with AllowAutoTopicCreation=true is rewritten to false in place (v4, v9, v12)', () => {
     for (const version of [4, 9, 12]) {
       const f = encodeRequest(Metadata, version, 5, 'x', { topics: [{ topicId: new Uint8Array(16), name: 'ok-a' }], allowAutoTopicCreation: true, includeTopicAuthorizedOperations: true }).slice()
