@@ -7,7 +7,9 @@
 // The relay runs as its own process (`bin/kafka-edge.js bridge`), as operators run it, so its CPU
 // and RSS are its own; the full-speed producers are children, the others run here.
 //   BENCH_RECORDS (full-speed run, default 1,000,000), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 1000;
-//   0 skips the load part, for quick full-speed runs while working on the relay)
+//   0 skips the load part, for quick full-speed runs while working on the relay), BENCH_RELAY_WARMUP
+//   (full-speed runs through the relay before the measured rounds, default 1: an operator's relay
+//   runs for hours, and V8 optimizes its per-request code only after a few thousand requests; 0 measures it cold)
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -23,6 +25,7 @@ const RECORDS = Number(process.env.BENCH_RECORDS ?? 1_000_000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const VALUE_BYTES = 100
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 1000)
+const RELAY_WARMUP = Number(process.env.BENCH_RELAY_WARMUP ?? 1)
 
 export interface Relay { child: ChildProcess; url: string; http: string; pid: number }
 
@@ -125,6 +128,12 @@ export default async function bridge(): Promise<void> {
     const full = (impl: string, bootstrap: string, env: Record<string, string>) =>
       nodeChild(peers.NODE22, childJs, impl, bootstrap, topic, RECORDS, settings, false, { BENCH_REQUEST_LATENCY: '1', ...env })
     await full('kafka-edge', cluster.bootstrap, {}) // warms the broker
+    const viaRelayEnv = { BENCH_RELAY_URL: relay.url, BENCH_RELAY_TOKEN: tokenFor('bench') }
+    for (let i = 0; i < RELAY_WARMUP; i++) {
+      const cpu0 = cpuMs(relay.pid)
+      const w = await full('kafka-edge-relay', 'relay:443', viaRelayEnv)
+      console.log(`relay warm-up ${i + 1}: ${Math.round(w.records / (w.ms / 1000)).toLocaleString()} records/s, relay ${((cpuMs(relay.pid) - cpu0) * 1000 / w.records).toFixed(2)} cpu-us/record (not counted)`)
+    }
     let direct = { rate: 0, cpu: 0 }
     let viaWs = { rate: 0, cpu: 0 }
     let relayCpu = 0
@@ -132,24 +141,26 @@ export default async function bridge(): Promise<void> {
     let relayRecords = 0
     // Per round, each path's Produce round trips at full speed (p50, p99): what the relay adds is
     // judged on the median round, so one noisy round on this shared machine decides nothing.
-    const added: Array<{ p50: number; p99: number; direct: { p50: number; p99: number }; relay: { p50: number; p99: number } }> = []
+    const added: Array<{ p50: number; p99: number; direct: { p50: number; p99: number }; relay: { p50: number; p99: number }; relayCpuUsPerRecord: number }> = []
     for (let i = 0; i < ROUNDS; i++) {
       const d = await full('kafka-edge', cluster.bootstrap, {})
       const dRate = d.records / (d.ms / 1000)
       if (dRate > direct.rate) direct = { rate: dRate, cpu: d.cpuLoopUs / d.records }
       const cpu0 = cpuMs(relay.pid)
       const b0 = await relayMetric(relay, 'kafka_edge_bridge_bytes_total')
-      const r = await full('kafka-edge-relay', 'relay:443', { BENCH_RELAY_URL: relay.url, BENCH_RELAY_TOKEN: tokenFor('bench') })
-      relayCpu += cpuMs(relay.pid) - cpu0
+      const r = await full('kafka-edge-relay', 'relay:443', viaRelayEnv)
+      const roundCpu = cpuMs(relay.pid) - cpu0
+      relayCpu += roundCpu
       relayBytes += (await relayMetric(relay, 'kafka_edge_bridge_bytes_total')) - b0
       relayRecords += r.records
       const rRate = r.records / (r.ms / 1000)
       if (rRate > viaWs.rate) viaWs = { rate: rRate, cpu: r.cpuLoopUs / r.records }
       const dL = d.produceLatencyMs!
       const rL = r.produceLatencyMs!
-      added.push({ p50: rL.p50 - dL.p50, p99: rL.p99 - dL.p99, direct: dL, relay: rL })
+      const relayCpuUsPerRecord = (roundCpu * 1000) / r.records
+      added.push({ p50: rL.p50 - dL.p50, p99: rL.p99 - dL.p99, direct: dL, relay: rL, relayCpuUsPerRecord })
       console.log(`round ${i + 1}: direct ${Math.round(dRate).toLocaleString()} records/s, relay ${Math.round(rRate).toLocaleString()} records/s (${(rRate / dRate).toFixed(2)}x); `
-        + `Produce p50/p99 direct ${dL.p50.toFixed(2)}/${dL.p99.toFixed(2)} ms, relay ${rL.p50.toFixed(2)}/${rL.p99.toFixed(2)} ms`)
+        + `Produce p50/p99 direct ${dL.p50.toFixed(2)}/${dL.p99.toFixed(2)} ms, relay ${rL.p50.toFixed(2)}/${rL.p99.toFixed(2)} ms; relay ${relayCpuUsPerRecord.toFixed(2)} cpu-us/record`)
     }
     const median = added.sort((x, y) => x.p99 - y.p99)[Math.floor(added.length / 2)]!
     const results: BenchResult[] = [
@@ -174,7 +185,8 @@ export default async function bridge(): Promise<void> {
       fullSpeed: 'the produce suite\'s kafka-edge child under Node 22 (bench/peers): 100-byte random A-Z values, acks=all, enable.idempotence=true, compression lz4, linger.ms 5, one send() per record; the relay path uses websocket() over the ws package, with bufferutil (native masking) installed as for the relay',
       relayCpuPerMB: 'relay process user+system CPU during the relay runs / kafka_edge_bridge_bytes_total over them (bytes on the WebSocket side, lz4-compressed batches)',
       latency: 'each Produce request of the full-speed runs, from its write to the transport to its response (matched by correlation id); p50/p99 per path and round; the added p50/p99 are the relay\'s minus the direct path\'s in the same round, and the round reported is the median by added p99',
-      latencyRounds: added.map((x) => ({ direct: x.direct, relay: x.relay, addedP50: x.p50, addedP99: x.p99 })),
+      latencyRounds: added.map((x) => ({ direct: x.direct, relay: x.relay, addedP50: x.p50, addedP99: x.p99, relayCpuUsPerRecord: x.relayCpuUsPerRecord })),
+      relayWarmup: `${RELAY_WARMUP} full-speed run(s) through the relay before the measured rounds, not counted`,
       loadConnections: CONNECTIONS, relay: 'separate process, SCRAM-SHA-512 to the SASL listener; direct = PLAINTEXT listener of the same broker',
       node: (await import('node:child_process')).spawnSync(peers.NODE22, ['--version'], { encoding: 'utf8' }).stdout.trim(),
       loadAverage: { before: loadBefore, after: loadavg() },
