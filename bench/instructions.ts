@@ -64,11 +64,15 @@ const BATCH_SIZE = 16384
  * (--predictable-gc-schedule fixes both, and the young generation at 4 MB semi-spaces), incremental
  * marking paces its steps by elapsed time and runs from delayed tasks (--no-incremental-marking: a
  * mark-compact is atomic and only allocation starts it); scavenge tasks and code flushing by age
- * are off, and the hash and random seeds fixed (node draws both at start). --expose-gc for the full
- * GC before each window, --trace-gc to count the GCs inside it.
+ * are off, and the hash and random seeds fixed (node draws both at start). WASM: Liftoff code tiers
+ * up to TurboFan through compile jobs that run when the task runner gets to them, so where in the
+ * count the faster code starts moved from run to run (encode: 4,127 / 4,140 / 4,204); --no-liftoff
+ * compiles every function with TurboFan at instantiation, the code a long-running producer runs
+ * (two encode runs then differed by 870 and 1,258 instructions in totals of 450 and 574 million).
+ * --expose-gc for the full GC before each window, --trace-gc to count the GCs inside it.
  */
 const V8_FLAGS = ['--predictable', '--predictable-gc-schedule', '--no-incremental-marking', '--no-minor-gc-task',
-  '--no-memory-reducer', '--no-flush-bytecode', '--no-flush-baseline-code', '--hash-seed=1', '--random-seed=1',
+  '--no-memory-reducer', '--no-flush-bytecode', '--no-flush-baseline-code', '--hash-seed=1', '--random-seed=1', '--no-liftoff',
   '--expose-gc', '--trace-gc', ...(process.env.BENCH_V8_FLAGS ?? '').split(/\s+/).filter(Boolean)]
 /** The child prints this line where the measured part starts: --trace-gc lines after it are the window's GCs. */
 const WINDOW_START = '-- window start --'
