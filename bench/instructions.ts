@@ -31,7 +31,8 @@
 //   100 B; 1 KB a quarter)  BENCH_WARMUP (5,000)  BENCH_WORKLOADS=producer,encode (default)
 //   BENCH_V8_FLAGS="--flag ..." added after V8_FLAGS (to try one; the counts then compare only with
 //   runs of the same flags, each flag moves them)
-// Each process takes 30-40 s of CPU under callgrind (node's start is most of it).
+// A whole run (8 processes) is about 2 minutes of CPU under callgrind, node's start most of it; three
+// runs side by side gave the same figures to within one instruction per record (docs/benchmarks.md).
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
