@@ -18,7 +18,8 @@
 // Each workload runs twice in its own process, with BENCH_RECORDS_LOW and _HIGH records after the
 // same warm-up and a full GC (global.gc()); (Ir(high) - Ir(low)) / (high - low) is the steady-state
 // cost of one record, with node's start, WASM compilation and the JIT's warm-up cancelled out. V8
-// runs with a GC schedule that does not follow the clock (V8_FLAGS), so the count repeats however
+// runs with a GC schedule and WASM code that do not follow the clock (V8_FLAGS), and the producer
+// child loads what connect() waits on before its virtual clock starts, so the count repeats however
 // loaded the machine is; --trace-gc lines after the child's window marker give the mark-compacts and
 // scavenges of each window, printed and kept in the JSON, and a run whose low and high windows differ
 // in mark-compacts is flagged (WARNING, and `warning` in its JSON entry). Values: a pool of 4096 random
