@@ -16,16 +16,24 @@
 //              Emscripten, its Simple.compress). BENCH_BATCHES_LOW / _HIGH (200 / 1,200), after
 //              BENCH_ZSTD_WARMUP (300) batches; prints the Ir ratio zstd-codec / ours.
 // Each workload runs twice in its own process, with BENCH_RECORDS_LOW and _HIGH records after the
-// same warm-up; (Ir(high) - Ir(low)) / (high - low) is the steady-state cost of one record, with
-// node's start, WASM compilation and the JIT's warm-up cancelled out. Values: a pool of 4096 random
+// same warm-up and a full GC (global.gc()); (Ir(high) - Ir(low)) / (high - low) is the steady-state
+// cost of one record, with node's start, WASM compilation and the JIT's warm-up cancelled out. V8
+// runs with a GC schedule and WASM code that do not follow the clock (V8_FLAGS), and the producer
+// child loads what connect() waits on before its virtual clock starts, so the count repeats however
+// loaded the machine is; --trace-gc lines after the child's window marker give the mark-compacts and
+// scavenges of each window, printed and kept in the JSON, and a run whose low and high windows differ
+// in mark-compacts is flagged (WARNING, and `warning` in its JSON entry). Values: a pool of 4096 random
 // A-Z arrays (distinct within any batch, so the codec works as on real data; the pool is made
 // before the count starts to matter). Same settings as the produce suite: acks=all, idempotence,
 // linger.ms 5, batch.size 16384, no key, 6 partitions (sticky).
 //
 //   npm run bench -- instructions
-//   BENCH_CONFIGS=100:lz4,1024:lz4 (default; value bytes:codec)  BENCH_RECORDS_LOW / _HIGH (2,000 / 12,000 at
+//   BENCH_CONFIGS=100:lz4,1024:lz4 (default; value bytes:codec)  BENCH_RECORDS_LOW / _HIGH (2,000 / 32,000 at
 //   100 B; 1 KB a quarter)  BENCH_WARMUP (5,000)  BENCH_WORKLOADS=producer,encode (default)
-// Each process takes 30-40 s of CPU under callgrind (node's start is most of it).
+//   BENCH_V8_FLAGS="--flag ..." added after V8_FLAGS (to try one; the counts then compare only with
+//   runs of the same flags, each flag moves them)
+// A whole run (8 processes) is about 2 minutes of CPU under callgrind, node's start most of it; three
+// runs side by side gave the same figures to within one instruction per record (docs/benchmarks.md).
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -35,7 +43,7 @@ import type { Link, LinkHandlers, Transport } from '../src/edge/transport/transp
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
 
 const LOW = Number(process.env.BENCH_RECORDS_LOW ?? 2_000)
-const HIGH = Number(process.env.BENCH_RECORDS_HIGH ?? 12_000)
+const HIGH = Number(process.env.BENCH_RECORDS_HIGH ?? 32_000)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5_000)
 const CONFIGS = (process.env.BENCH_CONFIGS ?? '100:lz4,1024:lz4').split(',').map((c) => {
   const [bytes, compression] = c.split(':') as [string, string]
@@ -52,10 +60,24 @@ const TOPIC = 'bench'
 const PARTITIONS = 6
 const BATCH_SIZE = 16384
 /**
- * V8 flags for a repeatable count: no background compiler or GC threads racing the main one, fixed
- * seeds (two runs of 4,000 records differed by 0.06% of their Ir with it, 0.15% with --single-threaded alone).
+ * V8 flags for a repeatable count. --predictable: no background compiler or GC threads racing the
+ * main one. It still leaves the GC schedule to the clock, which valgrind slows 50 times and the
+ * machine's load moves: the heap's growth and the memory reducer follow measured GC speed
+ * (--predictable-gc-schedule fixes both, and the young generation at 4 MB semi-spaces), incremental
+ * marking paces its steps by elapsed time and runs from delayed tasks (--no-incremental-marking: a
+ * mark-compact is atomic and only allocation starts it); scavenge tasks and code flushing by age
+ * are off, and the hash and random seeds fixed (node draws both at start). WASM: Liftoff code tiers
+ * up to TurboFan through compile jobs that run when the task runner gets to them, so where in the
+ * count the faster code starts moved from run to run (encode: 4,127 / 4,140 / 4,204); --no-liftoff
+ * compiles every function with TurboFan at instantiation, the code a long-running producer runs
+ * (two encode runs then differed by 870 and 1,258 instructions in totals of 450 and 574 million).
+ * --expose-gc for the full GC before each window, --trace-gc to count the GCs inside it.
  */
-const V8_FLAGS = ['--predictable']
+const V8_FLAGS = ['--predictable', '--predictable-gc-schedule', '--no-incremental-marking', '--no-minor-gc-task',
+  '--no-memory-reducer', '--no-flush-bytecode', '--no-flush-baseline-code', '--hash-seed=1', '--random-seed=1', '--no-liftoff',
+  '--expose-gc', '--trace-gc', ...(process.env.BENCH_V8_FLAGS ?? '').split(/\s+/).filter(Boolean)]
+/** The child prints this line where the measured part starts: --trace-gc lines after it are the window's GCs. */
+const WINDOW_START = '-- window start --'
 
 export default async function instructions(args: string[]): Promise<void> {
   if (args[0] === '--child') { await child(args.slice(1)); return }
@@ -101,8 +123,8 @@ export default async function instructions(args: string[]): Promise<void> {
     const ir = (b.ir - a.ir) / (BATCHES_HIGH - BATCHES_LOW)
     perBatch[w] = ir
     const ratio = (BATCHES_HIGH - BATCHES_LOW) * ZSTD_BATCH / (b.bytes - a.bytes)
-    runs.push({ workload: w, config: `16KiB json zstd level ${ZSTD_LEVEL}`, low: { batches: BATCHES_LOW, ir: a.ir, bytes: a.bytes }, high: { batches: BATCHES_HIGH, ir: b.ir, bytes: b.bytes } })
-    console.log(`  16KiB json zstd-${ZSTD_LEVEL} ${w.padEnd(10)} ${Math.round(ir).toLocaleString()} instructions/batch, ratio ${ratio.toFixed(3)} (Ir ${a.ir.toLocaleString()} at ${BATCHES_LOW}, ${b.ir.toLocaleString()} at ${BATCHES_HIGH})`)
+    runs.push({ workload: w, config: `16KiB json zstd level ${ZSTD_LEVEL}`, low: { batches: BATCHES_LOW, ...gcFields(a) }, high: { batches: BATCHES_HIGH, ...gcFields(b) }, ...gcMismatch(w, a, b) })
+    console.log(`  16KiB json zstd-${ZSTD_LEVEL} ${w.padEnd(10)} ${Math.round(ir).toLocaleString()} instructions/batch, ratio ${ratio.toFixed(3)} (Ir ${a.ir.toLocaleString()} at ${BATCHES_LOW}, ${b.ir.toLocaleString()} at ${BATCHES_HIGH}; ${gcText(a, b)})`)
     results.push({ impl: w === 'zstd-wasm' ? 'kafka-edge-wasm' : w, metric: `instructions/batch @16KiB json zstd level ${ZSTD_LEVEL}`, unit: 'Ir', value: Math.round(ir) })
     results.push({ impl: w === 'zstd-wasm' ? 'kafka-edge-wasm' : w, metric: `ratio @16KiB json zstd level ${ZSTD_LEVEL}`, unit: 'ratio', value: Number(ratio.toFixed(4)) })
   }
@@ -119,8 +141,8 @@ export default async function instructions(args: string[]): Promise<void> {
       const b = await count(w, high, c)
       const ir = (b.ir - a.ir) / (high - low)
       perRecord[w] = ir
-      runs.push({ workload: w, config: `${c.valueBytes}B ${c.compression}`, low: { records: low, ir: a.ir }, high: { records: high, ir: b.ir } })
-      console.log(`  ${c.valueBytes}B ${c.compression} ${w.padEnd(8)} ${Math.round(ir).toLocaleString()} instructions/record (Ir ${a.ir.toLocaleString()} at ${low.toLocaleString()}, ${b.ir.toLocaleString()} at ${high.toLocaleString()})`)
+      runs.push({ workload: w, config: `${c.valueBytes}B ${c.compression}`, low: { records: low, ...gcFields(a) }, high: { records: high, ...gcFields(b) }, perRecord: Math.round(ir), ...gcMismatch(w, a, b) })
+      console.log(`  ${c.valueBytes}B ${c.compression} ${w.padEnd(8)} ${Math.round(ir).toLocaleString()} instructions/record (Ir ${a.ir.toLocaleString()} at ${low.toLocaleString()}, ${b.ir.toLocaleString()} at ${high.toLocaleString()}; ${gcText(a, b)})`)
       results.push({ impl: `kafka-edge ${w}`, metric: `instructions/record @${c.valueBytes}B ${c.compression}`, unit: 'Ir', value: Math.round(ir) })
     }
     if (perRecord.producer !== undefined && perRecord.encode !== undefined) results.push({ impl: 'kafka-edge producer', metric: `around the encoder @${c.valueBytes}B ${c.compression}`, unit: 'Ir', value: Math.round(perRecord.producer - perRecord.encode) })
@@ -128,14 +150,30 @@ export default async function instructions(args: string[]): Promise<void> {
   printTable(results, zstdWorkloads.length && !recordWorkloads.length ? 'kafka-edge-wasm' : 'kafka-edge encode')
   const file = writeReport(report(recordWorkloads.length ? 'instructions' : 'instructions-zstd', {
     tool: `${valgrind.stdout.trim()} --tool=callgrind`, node: spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim(), v8Flags: V8_FLAGS,
-    method: '(Ir at the high record count - Ir at the low one) / (high - low), each a separate process after the same warm-up',
+    method: '(Ir at the high record count - Ir at the low one) / (high - low), each a separate process after the same warm-up and a full GC (global.gc()); GCs in each window from --trace-gc',
     warmupRecords: WARMUP, ...(zstdWorkloads.length ? { zstd: { batchBytes: ZSTD_BATCH, level: ZSTD_LEVEL, warmupBatches: ZSTD_WARMUP, inputs: '32 jsonEvents(16384, 101 + k) in turn' } } : {}), producer: 'acks=all, enable.idempotence=true, linger.ms=5, batch.size=16384, no key, 6 partitions, virtual clock, stub transport', runs,
     loadAverage: { before: loadBefore, after: loadavg(), note: 'instruction counts do not depend on it' },
   }, results))
   console.log(`wrote ${file}`)
 }
 
-interface ChildCount { ir: number; bytes: number }
+const gcFields = (c: ChildCount) => ({ ir: c.ir, markCompacts: c.markCompacts, scavenges: c.scavenges })
+const gcText = (a: ChildCount, b: ChildCount) => `mark-compacts in the windows ${a.markCompacts}/${b.markCompacts}, scavenges ${a.scavenges}/${b.scavenges}`
+
+/**
+ * A mark-compact in the high window only is 20-25 million instructions (and a recompiled send path)
+ * spread over the records: the figure then depends on where the heap's limit falls, not only on the
+ * code, so the run says so, and the JSON keeps it.
+ */
+function gcMismatch(w: string, a: ChildCount, b: ChildCount): { warning?: string } {
+  if (a.markCompacts === b.markCompacts) return {}
+  const warning = `${w}: ${a.markCompacts} mark-compacts in the low window, ${b.markCompacts} in the high one; compare only with runs of the same counts`
+  console.log(`WARNING: ${warning}`)
+  return { warning }
+}
+
+/** The process's Ir, and the major and minor GCs --trace-gc reported inside its window. */
+interface ChildCount { ir: number; bytes: number; markCompacts: number; scavenges: number }
 
 async function countInstructions(node: string, childJs: string, childArgs: string[], expected: number): Promise<ChildCount> {
   const dir = mkdtempSync(join(tmpdir(), 'kafka-edge-callgrind-'))
@@ -149,11 +187,18 @@ async function countInstructions(node: string, childJs: string, childArgs: strin
     proc.stderr.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-3000) })
     const code = await new Promise<number | null>((resolve, reject) => { proc.once('error', reject); proc.once('close', resolve) })
     if (code !== 0) throw new Error(`callgrind run failed (${code}):\n${stderr}`)
-    const done = JSON.parse(stdout.trim().split('\n').pop()!) as { acked: number; errors: number; bytes?: number }
+    const lines = stdout.trim().split('\n')
+    const done = JSON.parse(lines.pop()!) as { acked: number; errors: number; bytes?: number }
     if (done.errors > 0 || done.acked !== expected) throw new Error(`${childArgs[0]}: ${done.errors} errors, ${done.acked} acknowledged of ${expected}`)
+    const start = lines.indexOf(WINDOW_START)
+    if (start < 0) throw new Error(`${childArgs[0]}: no window marker in the child's output`)
+    const gcs = lines.slice(start + 1)
     const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(out, 'utf8'))
     if (!totals) throw new Error(`no totals in ${out}`)
-    return { ir: Number(totals[1]), bytes: done.bytes ?? 0 }
+    return {
+      ir: Number(totals[1]), bytes: done.bytes ?? 0,
+      markCompacts: gcs.filter((l) => l.includes('Mark-Compact')).length, scavenges: gcs.filter((l) => l.includes('Scavenge')).length,
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -171,6 +216,18 @@ function valuePool(valueBytes: number): Uint8Array[] {
     }
     return v
   })
+}
+
+/**
+ * A full GC, then the marker: low and high runs enter their windows from the same heap, so no
+ * mark-compact left pending by the warm-up falls into one of them and not the other (a mark-compact
+ * also drops optimized code that embeds maps it frees, and the send path compiles again after it).
+ */
+function startWindow(): void {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (!gc) throw new Error('the instructions child needs --expose-gc')
+  gc()
+  process.stdout.write(`${WINDOW_START}\n`)
 }
 
 async function child(args: string[]): Promise<void> {
@@ -212,6 +269,7 @@ async function compressBatches(workload: string, n: number, wasmPath: string): P
     compress = (src) => simple.compress(src, ZSTD_LEVEL).length
   }
   for (let i = 0; i < ZSTD_WARMUP; i++) compress(inputs[i & 31]!)
+  startWindow()
   let bytes = 0
   for (let i = 0; i < n; i++) bytes += compress(inputs[i & 31]!)
   return { ok: n, bytes }
@@ -221,10 +279,15 @@ async function produce(warmup: number, n: number, compression: string, pool: Uin
   const { createProducer } = await import('../src/edge/producer/producer.js')
   const { VirtualClock } = await import('../test/sim/virtual-clock.js')
   const { ModelCluster } = await import('../test/sim/model-broker.js')
+  // The virtual clock runs ahead while a promise waits on real I/O: loading the WASM core (file read,
+  // compilation) or a module inside connect() would let a load-dependent span of virtual time pass,
+  // with its timers, retries and allocations (the heap at the window's start moved by 2 MB natively).
+  await (await import('../src/edge/wasm/core.js')).loadCore()
+  const protocol = await import('../src/edge/protocol/index.js')
   const clock = new VirtualClock()
   const model = new ModelCluster({ brokers: 1, topics: { [TOPIC]: PARTITIONS } }, () => 0.5, () => clock.now())
   const p = createProducer({
-    'bootstrap.servers': 'broker0.sim:9092', transport: new StubTransport(model, clock), clock, random: () => 0.5,
+    'bootstrap.servers': 'broker0.sim:9092', transport: new StubTransport(model, clock, protocol), clock, random: () => 0.5,
     acks: 'all', 'enable.idempotence': true, 'compression.type': compression as 'lz4', 'linger.ms': 5,
   })
   let ok = 0
@@ -246,6 +309,7 @@ async function produce(warmup: number, n: number, compression: string, pool: Uin
     await settleWhile(() => !flushed && errors === 0)
   }
   await loop(warmup)
+  startWindow()
   await loop(n)
   let closed = false
   p.close().then(() => { closed = true }, fail)
@@ -271,6 +335,7 @@ function encode(n: number, compression: string, pool: Uint8Array[]): Promise<{ o
       batch.finish(stamp)
     }
     run(WARMUP)
+    startWindow()
     run(n)
     return { ok: n, errors: 0 }
   })()
@@ -282,11 +347,15 @@ function encode(n: number, compression: string, pool: Uint8Array[]): Promise<{ o
  */
 class StubTransport implements Transport {
   readonly name = 'stub'
-  constructor(private readonly model: import('../test/sim/model-broker.js').ModelCluster, private readonly clock: import('../test/sim/virtual-clock.js').VirtualClock) {}
+  constructor(
+    private readonly model: import('../test/sim/model-broker.js').ModelCluster,
+    private readonly clock: import('../test/sim/virtual-clock.js').VirtualClock,
+    private readonly protocol: typeof import('../src/edge/protocol/index.js'),
+  ) {}
 
-  async open(address: { host: string; port: number }, handlers: LinkHandlers): Promise<Link> {
+  open(address: { host: string; port: number }, handlers: LinkHandlers): Promise<Link> {
     const node = this.model.nodeFor(address.host, address.port)
-    const { Produce, decodeRequest, encodeResponse } = await import('../src/edge/protocol/index.js')
+    const { Produce, decodeRequest, encodeResponse } = this.protocol
     const offsets = new Map<string, bigint>()
     const answer = (frame: Uint8Array): Uint8Array | null => {
       if (((frame[4]! << 8) | frame[5]!) !== Produce.key) return this.model.handle(node, frame)
@@ -304,14 +373,14 @@ class StubTransport implements Transport {
       }))
       return encodeResponse(Produce, header.apiVersion, header.correlationId, { responses, throttleTimeMs: 0, nodeEndpoints: [] })
     }
-    return {
+    return Promise.resolve({
       write: (frame) => {
         const res = answer(frame)
         if (res) this.clock.setTimeout(() => handlers.onFrame(res.subarray(4)), 1)
         return Promise.resolve()
       },
       close: () => {},
-    }
+    })
   }
 }
 
