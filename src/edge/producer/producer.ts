@@ -77,7 +77,7 @@ type Resolvers<T> = { promise: Promise<T>; resolve: (v: T) => void; reject: (e: 
  * Node 22, current browsers and workerd). A shared executor parking the callbacks in module
  * variables (old-generation storage) paid two old-to-new stores through the write barrier per send.
  */
-const withResolvers = (Promise as { withResolvers?: <T>() => Resolvers<T> }).withResolvers?.bind(Promise) ?? (<T>(): Resolvers<T> => {
+const withResolvers: <T>() => Resolvers<T> = (Promise as { withResolvers?: <T>() => Resolvers<T> }).withResolvers?.bind(Promise) ?? (<T>(): Resolvers<T> => {
   const r = {} as Resolvers<T>
   r.promise = new Promise<T>((resolve, reject) => { r.resolve = resolve; r.reject = reject })
   return r
