@@ -514,6 +514,9 @@ function parseFastWith(start: i32, end: i32, long: bool): void {
   const lShift = fLongShift
   const maxDist = mMaxDist
   const stepShift = pStepShift
+  // The repeat offsets and the sequence count live in locals for the whole block: the sequence write
+  // below is emitSequence's, repeated here because a call (or an @inline function, which cannot
+  // assign its caller's locals) would spill them to globals on every match.
   let r0 = rep0
   let r1 = rep1
   let r2 = rep2
