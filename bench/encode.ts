@@ -3,7 +3,7 @@
 //   kafka-edge-js    the same design in plain TypeScript (bench/ts-batch-builder.ts)
 //   kafkajs          kafkajs 2.2.4's Record + RecordBatch encoders (what its producer runs)
 import { createRequire } from 'node:module'
-import { loadCore, type Core, type ProducerStamp, type RecordInput } from '../src/edge/wasm/core.js'
+import { loadCore, type Core, type ProducerStamp, type DecodedRecord } from '../src/edge/wasm/core.js'
 import { bestRate, printTable, report, writeReport, type BenchResult } from './lib.js'
 import { crc32cJs, TsBatchBuilder } from './ts-batch-builder.js'
 
@@ -16,8 +16,8 @@ const STAMP: ProducerStamp = { producerId: 1234n, producerEpoch: 0, baseSequence
 
 const require = createRequire(import.meta.url)
 
-function makeRecords(): RecordInput[] {
-  const out: RecordInput[] = []
+function makeRecords(): DecodedRecord[] {
+  const out: DecodedRecord[] = []
   const base = Date.now()
   for (let i = 0; i < POOL; i++) {
     const key = new Uint8Array(KEY_BYTES).map((_, j) => (i * 7 + j) & 0xff)
@@ -28,7 +28,7 @@ function makeRecords(): RecordInput[] {
 }
 
 /** Fills 16 KiB batches the way the accumulator does (estimate, then append or roll over). */
-function encodeWasm(core: Core, records: RecordInput[]): number {
+function encodeWasm(core: Core, records: DecodedRecord[]): number {
   let bytes = 0
   let batch = core.openBatch({ compression: 'none', initialCapacity: BATCH_BYTES })
   for (let i = 0; i < RECORDS; i++) {
@@ -42,7 +42,7 @@ function encodeWasm(core: Core, records: RecordInput[]): number {
   return bytes + batch.finish(STAMP).length
 }
 
-function encodeJs(records: RecordInput[]): number {
+function encodeJs(records: DecodedRecord[]): number {
   let bytes = 0
   let batch = new TsBatchBuilder(BATCH_BYTES)
   for (let i = 0; i < RECORDS; i++) {

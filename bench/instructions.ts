@@ -28,7 +28,8 @@
 // linger.ms 5, batch.size 16384, no key, 6 partitions (sticky).
 //
 //   npm run bench -- instructions
-//   BENCH_CONFIGS=100:lz4,1024:lz4 (default; value bytes:codec)  BENCH_RECORDS_LOW / _HIGH (2,000 / 32,000 at
+//   BENCH_CONFIGS=100:lz4,1024:lz4 (default; value bytes:codec[:shape], shape bytes (default), strings or
+//   worker: see recordPool)  BENCH_RECORDS_LOW / _HIGH (2,000 / 32,000 at
 //   100 B; 1 KB a quarter)  BENCH_WARMUP (5,000)  BENCH_WORKLOADS=producer,encode (default)
 //   BENCH_V8_FLAGS="--flag ..." added after V8_FLAGS (to try one; the counts then compare only with
 //   runs of the same flags, each flag moves them)
@@ -45,10 +46,18 @@ import { printTable, report, writeReport, type BenchResult } from './lib.js'
 const LOW = Number(process.env.BENCH_RECORDS_LOW ?? 2_000)
 const HIGH = Number(process.env.BENCH_RECORDS_HIGH ?? 32_000)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5_000)
+/**
+ * What a record holds: `bytes` (a Uint8Array value, the default), `strings` (the same value as a
+ * string) or `worker` (the telemetry Worker's record: string key, value and three string headers).
+ */
+const SHAPES = ['bytes', 'strings', 'worker'] as const
+type Shape = (typeof SHAPES)[number]
 const CONFIGS = (process.env.BENCH_CONFIGS ?? '100:lz4,1024:lz4').split(',').map((c) => {
-  const [bytes, compression] = c.split(':') as [string, string]
-  return { valueBytes: Number(bytes), compression }
+  const [bytes, compression, shape = 'bytes'] = c.split(':') as [string, string, Shape?]
+  if (!SHAPES.includes(shape)) throw new Error(`BENCH_CONFIGS: unknown record shape '${shape}' in '${c}' (one of ${SHAPES.join(', ')})`)
+  return { valueBytes: Number(bytes), compression, shape }
 })
+const configName = (c: { valueBytes: number; compression: string; shape: Shape }) => `${c.valueBytes}B ${c.compression}${c.shape === 'bytes' ? '' : ` ${c.shape}`}`
 const WORKLOADS = (process.env.BENCH_WORKLOADS ?? 'producer,encode').split(',')
 const ZSTD_WORKLOADS = ['zstd-wasm', 'zstd-codec']
 const BATCHES_LOW = Number(process.env.BENCH_BATCHES_LOW ?? 200)
@@ -101,17 +110,17 @@ export default async function instructions(args: string[]): Promise<void> {
   }
   // Every process at once (niced): the counts do not depend on what runs beside them.
   const counted = new Map<string, Promise<ChildCount>>()
-  const count = (w: string, n: number, c: { valueBytes: number; compression: string }) => {
-    const key = `${w} ${n} ${c.valueBytes} ${c.compression}`
+  const count = (w: string, n: number, c: { valueBytes: number; compression: string; shape: Shape }) => {
+    const key = `${w} ${n} ${c.valueBytes} ${c.compression} ${c.shape}`
     const expected = n + (w === 'producer' ? WARMUP : 0)
-    if (!counted.has(key)) counted.set(key, countInstructions(node, childJs, [w, String(n), c.compression, String(c.valueBytes), wasmPath], expected))
+    if (!counted.has(key)) counted.set(key, countInstructions(node, childJs, [w, String(n), c.compression, String(c.valueBytes), wasmPath, c.shape], expected))
     return counted.get(key)!
   }
   const sizes = (c: { valueBytes: number }) => {
     const scale = Math.min(1, 256 / c.valueBytes)
     return { low: Math.round(LOW * scale), high: Math.round(HIGH * scale) }
   }
-  const zstdConfig = { valueBytes: ZSTD_BATCH, compression: 'zstd' }
+  const zstdConfig = { valueBytes: ZSTD_BATCH, compression: 'zstd', shape: 'bytes' as const }
   for (const w of zstdWorkloads) { void count(w, BATCHES_LOW, zstdConfig).catch(() => {}); void count(w, BATCHES_HIGH, zstdConfig).catch(() => {}) }
   for (const c of recordWorkloads.length ? CONFIGS : []) {
     for (const w of recordWorkloads) { void count(w, sizes(c).low, c).catch(() => {}); void count(w, sizes(c).high, c).catch(() => {}) }
@@ -141,11 +150,13 @@ export default async function instructions(args: string[]): Promise<void> {
       const b = await count(w, high, c)
       const ir = (b.ir - a.ir) / (high - low)
       perRecord[w] = ir
-      runs.push({ workload: w, config: `${c.valueBytes}B ${c.compression}`, low: { records: low, ...gcFields(a) }, high: { records: high, ...gcFields(b) }, perRecord: Math.round(ir), ...gcMismatch(w, a, b) })
-      console.log(`  ${c.valueBytes}B ${c.compression} ${w.padEnd(8)} ${Math.round(ir).toLocaleString()} instructions/record (Ir ${a.ir.toLocaleString()} at ${low.toLocaleString()}, ${b.ir.toLocaleString()} at ${high.toLocaleString()}; ${gcText(a, b)})`)
-      results.push({ impl: `kafka-edge ${w}`, metric: `instructions/record @${c.valueBytes}B ${c.compression}`, unit: 'Ir', value: Math.round(ir) })
+      runs.push({
+        workload: w, config: configName(c), low: { records: low, ...gcFields(a) }, high: { records: high, ...gcFields(b) }, perRecord: Math.round(ir), ...gcMismatch(w, a, b),
+      })
+      console.log(`  ${configName(c)} ${w.padEnd(8)} ${Math.round(ir).toLocaleString()} instructions/record (Ir ${a.ir.toLocaleString()} at ${low.toLocaleString()}, ${b.ir.toLocaleString()} at ${high.toLocaleString()}; ${gcText(a, b)})`)
+      results.push({ impl: `kafka-edge ${w}`, metric: `instructions/record @${configName(c)}`, unit: 'Ir', value: Math.round(ir) })
     }
-    if (perRecord.producer !== undefined && perRecord.encode !== undefined) results.push({ impl: 'kafka-edge producer', metric: `around the encoder @${c.valueBytes}B ${c.compression}`, unit: 'Ir', value: Math.round(perRecord.producer - perRecord.encode) })
+    if (perRecord.producer !== undefined && perRecord.encode !== undefined) results.push({ impl: 'kafka-edge producer', metric: `around the encoder @${configName(c)}`, unit: 'Ir', value: Math.round(perRecord.producer - perRecord.encode) })
   }
   printTable(results, zstdWorkloads.length && !recordWorkloads.length ? 'kafka-edge-wasm' : 'kafka-edge encode')
   const file = writeReport(report(recordWorkloads.length ? 'instructions' : 'instructions-zstd', {
@@ -218,6 +229,24 @@ function valuePool(valueBytes: number): Uint8Array[] {
   })
 }
 
+/** Makes record `i` of the shape, from pools made before the count (the loop only picks from them). */
+type MakeRecord = (i: number) => { key: Uint8Array | string | null; value: Uint8Array | string; headers?: Array<{ key: string; value: string }> }
+
+function recordPool(valueBytes: number, shape: Shape): MakeRecord {
+  const bytes = valuePool(valueBytes)
+  if (shape === 'bytes') return (i) => ({ key: null, value: bytes[i & 4095]! })
+  const strings = bytes.map((v) => String.fromCharCode(...v))
+  if (shape === 'strings') return (i) => ({ key: null, value: strings[i & 4095]! })
+  // The Worker's send(): a key per client and key slot, the event's JSON text, and its three headers
+  // in a new array per record (src/edge/worker/producer-object.ts).
+  const keys = Array.from({ length: 256 }, (_, k) => `c${k >> 2}-k${k & 3}`)
+  const ids = Array.from({ length: 4096 }, (_, k) => `0190a1b2-c3d4-7e5f-8a9b-${k.toString(16).padStart(12, '0')}`)
+  return (i) => ({
+    key: keys[i & 255]!, value: strings[i & 4095]!,
+    headers: [{ key: 'event-type', value: 'page_view' }, { key: 'content-type', value: 'application/json' }, { key: 'event-id', value: ids[i & 4095]! }],
+  })
+}
+
 /**
  * A full GC, then the marker: low and high runs enter their windows from the same heap, so no
  * mark-compact left pending by the warm-up falls into one of them and not the other (a mark-compact
@@ -231,14 +260,14 @@ function startWindow(): void {
 }
 
 async function child(args: string[]): Promise<void> {
-  const [workload, nText, compression, bytesText, wasmPath] = args as [string, string, string, string, string]
+  const [workload, nText, compression, bytesText, wasmPath, shape] = args as [string, string, string, string, string, Shape]
   const n = Number(nText)
   if (ZSTD_WORKLOADS.includes(workload)) {
     const r = await compressBatches(workload, n, wasmPath)
     process.stdout.write(JSON.stringify({ acked: r.ok, errors: 0, bytes: r.bytes }) + '\n')
     process.exit(0)
   }
-  const pool = valuePool(Number(bytesText))
+  const pool = recordPool(Number(bytesText), shape)
   const acked = workload === 'producer' ? await produce(WARMUP, n, compression, pool) : await encode(n, compression, pool)
   process.stdout.write(JSON.stringify({ acked: acked.ok, errors: acked.errors }) + '\n')
   process.exit(0)
@@ -275,7 +304,7 @@ async function compressBatches(workload: string, n: number, wasmPath: string): P
   return { ok: n, bytes }
 }
 
-async function produce(warmup: number, n: number, compression: string, pool: Uint8Array[]): Promise<{ ok: number; errors: number }> {
+async function produce(warmup: number, n: number, compression: string, make: MakeRecord): Promise<{ ok: number; errors: number }> {
   const { createProducer } = await import('../src/edge/producer/producer.js')
   const { VirtualClock } = await import('../test/sim/virtual-clock.js')
   const { ModelCluster } = await import('../test/sim/model-broker.js')
@@ -301,7 +330,8 @@ async function produce(warmup: number, n: number, compression: string, pool: Uin
   // The produce suite's loop: an event-loop turn every 1024 sends (here 2 ms of virtual time pass in it).
   const loop = async (count: number) => {
     for (let i = 0; i < count; i++) {
-      p.send({ topic: TOPIC, value: pool[i & 4095]! }).then(done, fail)
+      const r = make(i)
+      p.send({ topic: TOPIC, key: r.key, value: r.value, headers: r.headers }).then(done, fail)
       if ((i & 1023) === 1023) await clock.run({ until: clock.now() + 2 })
     }
     let flushed = false
@@ -317,7 +347,7 @@ async function produce(warmup: number, n: number, compression: string, pool: Uin
   return { ok, errors }
 }
 
-function encode(n: number, compression: string, pool: Uint8Array[]): Promise<{ ok: number; errors: number }> {
+function encode(n: number, compression: string, make: MakeRecord): Promise<{ ok: number; errors: number }> {
   return (async () => {
     const { loadCore, recordBaseSize } = await import('../src/edge/wasm/core.js')
     const core = await loadCore()
@@ -325,7 +355,7 @@ function encode(n: number, compression: string, pool: Uint8Array[]): Promise<{ o
     const run = (count: number) => {
       let batch = core.openBatch({ compression: compression as 'lz4' })
       for (let i = 0; i < count; i++) {
-        const record = { key: null, value: pool[i & 4095]!, timestamp: 1_700_000_000_000 }
+        const record = { ...make(i), timestamp: 1_700_000_000_000 }
         if (batch.recordCount > 0 && batch.estimatedSizeWith(record, recordBaseSize(record)) > BATCH_SIZE) {
           batch.finish(stamp)
           batch = core.openBatch({ compression: compression as 'lz4' })

@@ -1,7 +1,7 @@
 // The batch builder's design in plain TypeScript, as the benchmark's "is WASM worth it" control:
 // one growable buffer per open batch, records encoded straight into it, the 61-byte header and
 // the CRC (slicing-by-16, in JS) written at finish, the batch copied out once. Uncompressed only.
-import type { ProducerStamp, RecordInput } from '../src/edge/wasm/core.js'
+import type { ProducerStamp, DecodedRecord } from '../src/edge/wasm/core.js'
 
 const HEADER_SIZE = 61
 
@@ -70,7 +70,7 @@ export class TsBatchBuilder {
     return this.len
   }
 
-  append(r: RecordInput): void {
+  append(r: DecodedRecord): void {
     const ts = r.timestamp
     if (this.recordCount === 0) {
       this.firstTs = ts
@@ -118,7 +118,7 @@ export class TsBatchBuilder {
     this.recordCount++
   }
 
-  estimatedSizeWith(r: RecordInput): number {
+  estimatedSizeWith(r: DecodedRecord): number {
     const tsDelta = this.recordCount === 0 ? 0 : r.timestamp - this.firstTs
     const keyLen = r.key === null ? -1 : r.key.length
     const valueLen = r.value === null ? -1 : r.value.length

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { StickyPartitioner } from '../../src/edge/producer/partitioner.js'
+import fc from 'fast-check'
+import { StickyPartitioner, partitionForKey } from '../../src/edge/producer/partitioner.js'
 import { rng } from '../helpers/records.js'
 
 describe('sticky keyless partitioning (KIP-480/794)', () => {
@@ -46,5 +47,16 @@ describe('sticky keyless partitioning (KIP-480/794)', () => {
     // Weights are (max + 1 - queue): 21, 21, 1, 21.
     expect(counts[2]!).toBeLessThan(counts[0]! / 5)
     expect(counts[0]!).toBeGreaterThan(800)
+  })
+})
+
+describe('keyed partitioning', () => {
+  it('puts a string key where its UTF-8 bytes go (send() hashes strings without encoding them first)', () => {
+    const enc = new TextEncoder()
+    const key = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 100 }), fc.string({ unit: 'grapheme', maxLength: 20 }),
+      fc.constantFrom('', '\ud800', 'k\udc00', 'é'.repeat(100), 'x'.repeat(1000)))
+    fc.assert(fc.property(key, fc.integer({ min: 1, max: 1000 }), (k, n) => {
+      expect(partitionForKey(k, n)).toBe(partitionForKey(enc.encode(k), n))
+    }), { numRuns: 2000 })
   })
 })

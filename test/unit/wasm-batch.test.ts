@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
 import { beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { batchHeader, loadCore, NO_PRODUCER, restamp, type CompressionType, type Core, type ProducerStamp, type RecordInput } from '../../src/edge/wasm/core.js'
+import { batchHeader, loadCore, NO_PRODUCER, recordBaseSize, restamp, type CompressionType, type Core, type DecodedRecord, type ProducerStamp, type RecordInput } from '../../src/edge/wasm/core.js'
 import { BatchReadError, readBatch } from '../helpers/batch-reader.js'
 
 let core: Core
@@ -38,7 +38,7 @@ const recordsArb = fc.tuple(
     }),
     { minLength: 1, maxLength: 40 },
   ),
-).map(([base, rs]) => rs.map(({ delta, ...r }): RecordInput => ({ ...r, timestamp: base + delta })))
+).map(([base, rs]) => rs.map(({ delta, ...r }): DecodedRecord => ({ ...r, timestamp: base + delta })))
 
 const stampArb: fc.Arbitrary<ProducerStamp> = fc.oneof(
   fc.constant(NO_PRODUCER),
@@ -73,7 +73,7 @@ function expectBytes(got: Uint8Array | null, want: Uint8Array | null): void {
   expect(Buffer.compare(got, want)).toBe(0)
 }
 
-function expectBatchMatches(bytes: Uint8Array, records: RecordInput[], stamp: ProducerStamp): void {
+function expectBatchMatches(bytes: Uint8Array, records: DecodedRecord[], stamp: ProducerStamp): void {
   const read = readBatch(bytes)
   expect(read.crc).toBe(read.computedCrc)
   expect(read.baseOffset).toBe(0n)
@@ -117,6 +117,30 @@ describe('RecordBatch v2 builder', () => {
     )
   })
 
+  it('writes string keys, values and header values as TextEncoder\'s bytes, byte for byte, at the size recordBaseSize gave', () => {
+    const text = fc.oneof(
+      fc.string({ maxLength: 200 }),
+      fc.string({ unit: 'binary', maxLength: 100 }),
+      fc.string({ unit: 'grapheme', maxLength: 40 }),
+      fc.constantFrom('', '\ud800', 'a\udc00b', '\udbff\udfff', '😀'.repeat(40), 'x'.repeat(65), 'é'.repeat(70), 'a'.repeat(63) + 'é'),
+    )
+    const field = fc.oneof(fc.constant(null), text, bytesArb(40))
+    const enc = new TextEncoder()
+    const asBytes = (v: Uint8Array | string | null) => (typeof v === 'string' ? enc.encode(v) : v)
+    fc.assert(fc.property(fc.array(fc.record({
+      key: field, value: field,
+      headers: fc.option(fc.array(fc.record({ key: headerKey, value: field }), { maxLength: 4 }), { nil: undefined }),
+    }), { minLength: 1, maxLength: 20 }), stampArb, (rs, stamp) => {
+      const strings: RecordInput[] = rs.map((r, i) => ({ ...r, timestamp: 1000 + i }))
+      const bytes: DecodedRecord[] = strings.map((r) => ({
+        key: asBytes(r.key), value: asBytes(r.value), timestamp: r.timestamp,
+        ...(r.headers ? { headers: r.headers.map((h) => ({ key: h.key, value: asBytes(h.value) })) } : {}),
+      }))
+      strings.forEach((r, i) => expect(recordBaseSize(r)).toBe(recordBaseSize(bytes[i]!)))
+      expect(Buffer.compare(build(strings, stamp), build(bytes, stamp))).toBe(0)
+    }), { numRuns: 300 })
+  })
+
   it('recordSize is the exact encoded size, for any deltas', () => {
     const require = createRequire(import.meta.url)
     const KafkajsRecord = require('kafkajs/src/protocol/recordBatch/record/v0')
@@ -147,7 +171,7 @@ describe('RecordBatch v2 builder', () => {
     const require = createRequire(import.meta.url)
     const Decoder = require('kafkajs/src/protocol/decoder')
     const decodeBatch = require('kafkajs/src/protocol/recordBatch/v0/decoder')
-    const records: RecordInput[] = [
+    const records: DecodedRecord[] = [
       { key: new TextEncoder().encode('k1'), value: new TextEncoder().encode('v1'), timestamp: 1_700_000_000_000, headers: [{ key: 'h', value: new Uint8Array([1, 2]) }] },
       { key: null, value: new Uint8Array(300).fill(7), timestamp: 1_699_999_999_000 },
     ]
@@ -179,7 +203,7 @@ describe('RecordBatch v2 builder', () => {
         fc.array(fc.tuple(fc.integer({ min: 0, max: 15 }), recordsArb.map((rs) => rs[0]!)), { minLength: 1, maxLength: 400 }),
         (ops) => {
           const open = Array.from({ length: 16 }, () => core.openBatch({ compression: 'none', initialCapacity: 64 }))
-          const expected: RecordInput[][] = open.map(() => [])
+          const expected: DecodedRecord[][] = open.map(() => [])
           for (const [i, r] of ops) {
             open[i]!.append(r)
             expected[i]!.push(r)
@@ -197,7 +221,7 @@ describe('RecordBatch v2 builder', () => {
 
   it('handles a record far larger than staging and the initial capacity', () => {
     const value = new Uint8Array(3 << 20).map((_, i) => i * 31)
-    const records: RecordInput[] = [
+    const records: DecodedRecord[] = [
       { key: new Uint8Array([1]), value: new Uint8Array(10), timestamp: 5 },
       { key: null, value, timestamp: 6, headers: [{ key: 'big', value: value.subarray(0, 100_000) }] },
     ]
@@ -205,7 +229,7 @@ describe('RecordBatch v2 builder', () => {
   })
 
   it('reuses memory: 10,000 open/append/finish-or-discard cycles do not grow it', () => {
-    const record: RecordInput = { key: new Uint8Array(10), value: new Uint8Array(100), timestamp: 1, headers: [{ key: 'trace', value: null }] }
+    const record: DecodedRecord = { key: new Uint8Array(10), value: new Uint8Array(100), timestamp: 1, headers: [{ key: 'trace', value: null }] }
     const cycle = (i: number) => {
       const batches = [0, 1, 2].map(() => core.openBatch({ compression: 'none' }))
       for (let n = 0; n < 150; n++) batches[n % 3]!.append(record)
@@ -236,7 +260,7 @@ describe('RecordBatch v2 builder', () => {
   })
 
   it('sets the codec bits, compresses the records section and keeps the CRC valid for every built codec', () => {
-    const records: RecordInput[] = Array.from({ length: 50 }, (_, i) => ({ key: null, value: new Uint8Array(100).fill(i), timestamp: i }))
+    const records: DecodedRecord[] = Array.from({ length: 50 }, (_, i) => ({ key: null, value: new Uint8Array(100).fill(i), timestamp: i }))
     const plain = build(records, NO_PRODUCER)
     for (const c of ['gzip', 'snappy', 'lz4', 'zstd'] as const) {
       if (!core.supportsCompression(c)) continue
@@ -262,14 +286,14 @@ describe('RecordBatch v2 builder', () => {
   })
 
   it('encodes offset deltas past the 1- and 2-byte varint widths', () => {
-    const records: RecordInput[] = Array.from({ length: 9000 }, (_, i) => ({ key: null, value: new Uint8Array([i & 0xff]), timestamp: 1000 + (i % 7) - 3 }))
+    const records: DecodedRecord[] = Array.from({ length: 9000 }, (_, i) => ({ key: null, value: new Uint8Array([i & 0xff]), timestamp: 1000 + (i % 7) - 3 }))
     expectBatchMatches(build(records, NO_PRODUCER), records, NO_PRODUCER)
   })
 })
 
 describe('batch-reader (test helper)', () => {
   it('reports truncation anywhere instead of misreading', () => {
-    const records: RecordInput[] = [{ key: new Uint8Array([1, 2]), value: new Uint8Array(20), timestamp: 9, headers: [{ key: 'k', value: null }] }]
+    const records: DecodedRecord[] = [{ key: new Uint8Array([1, 2]), value: new Uint8Array(20), timestamp: 9, headers: [{ key: 'k', value: null }] }]
     const bytes = build(records, NO_PRODUCER)
     for (let n = 0; n < bytes.length; n++) {
       const cut = bytes.slice(0, n)

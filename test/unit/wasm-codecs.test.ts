@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError } from '../../src/edge/errors.js'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { loadCore, type CompressionType, type Core, type ProducerStamp, type RecordInput } from '../../src/edge/wasm/core.js'
+import { loadCore, type CompressionType, type Core, type ProducerStamp, type DecodedRecord } from '../../src/edge/wasm/core.js'
 import { CORE_WASM_BASE64 } from '../../src/edge/wasm/core.generated.js'
 import { createProducer } from '../../src/edge/producer/producer.js'
 import type { Transport } from '../../src/edge/transport/transport.js'
@@ -22,9 +22,9 @@ const STAMP: ProducerStamp = { producerId: 4242n, producerEpoch: 3, baseSequence
 const enc = new TextEncoder()
 
 /** Records like the Worker's telemetry: JSON values, some keys, some headers, a null value, a binary value. */
-function telemetryRecords(n: number): RecordInput[] {
+function telemetryRecords(n: number): DecodedRecord[] {
   const json = jsonEvents(n * 200, 11)
-  const records: RecordInput[] = []
+  const records: DecodedRecord[] = []
   for (let i = 0; i < n; i++) {
     records.push({
       key: i % 3 === 0 ? null : enc.encode(`user-${i % 17}`),
@@ -36,7 +36,7 @@ function telemetryRecords(n: number): RecordInput[] {
   return records
 }
 
-function build(core: Core, compression: CompressionType, records: RecordInput[]): { bytes: Uint8Array; uncompressed: number } {
+function build(core: Core, compression: CompressionType, records: DecodedRecord[]): { bytes: Uint8Array; uncompressed: number } {
   const batch = core.openBatch({ compression })
   for (const r of records) batch.append(r)
   const uncompressed = batch.uncompressedBytes
@@ -55,7 +55,7 @@ function reconstruct(batch: Uint8Array, records: Uint8Array): Uint8Array {
   return out
 }
 
-function expectRecords(read: ReturnType<typeof readBatch>, records: RecordInput[]): void {
+function expectRecords(read: ReturnType<typeof readBatch>, records: DecodedRecord[]): void {
   expect(read.records.length).toBe(records.length)
   read.records.forEach((r, i) => {
     const want = records[i]!
@@ -113,7 +113,7 @@ describe('build/core.wasm (all codecs, encoders and decoders)', () => {
 
     it(`${codec}: large batch (~1 MiB of logs, several codec blocks) round-trips`, () => {
       const logs = logLines(1 << 20, 21)
-      const records: RecordInput[] = []
+      const records: DecodedRecord[] = []
       for (let off = 0, i = 0; off < logs.length; off += 4000, i++) {
         records.push({ key: null, value: logs.subarray(off, off + 4000), timestamp: 1764500000000 + i })
       }

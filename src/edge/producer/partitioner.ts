@@ -1,11 +1,12 @@
+import { writeUtf8 } from '../wasm/batch.js'
+
 /**
  * Partition choice identical to the Java producer's BuiltInPartitioner: keyed records go to
  * toPositive(murmur2(key)) % numPartitions over all partitions; keyless records stick to one
  * partition until about batch.size bytes went there (KIP-794), then move to another one, chosen
  * at random weighted toward shorter queues when adaptive partitioning is on.
  */
-export function murmur2(data: Uint8Array): number {
-  const length = data.length
+export function murmur2(data: Uint8Array, length = data.length): number {
   const m = 0x5bd1e995
   const r = 24
   let h = 0x9747b28c ^ length
@@ -35,8 +36,13 @@ export function murmur2(data: Uint8Array): number {
 
 export const toPositive = (n: number): number => n & 0x7fffffff
 
-export function partitionForKey(key: Uint8Array, numPartitions: number): number {
-  return toPositive(murmur2(key)) % numPartitions
+/** A string key's UTF-8 bytes, for murmur2 (send() keeps strings as strings until they reach WASM memory). */
+let keyScratch = new Uint8Array(256)
+
+export function partitionForKey(key: Uint8Array | string, numPartitions: number): number {
+  if (typeof key !== 'string') return toPositive(murmur2(key)) % numPartitions
+  if (keyScratch.length < 3 * key.length) keyScratch = new Uint8Array(3 * key.length)
+  return toPositive(murmur2(keyScratch, writeUtf8(keyScratch, key, 0))) % numPartitions
 }
 
 /** Partitions with a known leader, or a function computing them only when a switch needs them. */

@@ -3,7 +3,7 @@ import {
   BufferExhaustedException, CheckpointException, ClosedError, ConfigException, IllegalStateException, KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER,
   RecordTooLargeException, TimeoutException, markDelivery,
 } from '../errors.js'
-import { RECORD_BATCH_HEADER_SIZE, loadCore, readBatchRecords, recordBaseSize, recordSizeFromBase, restamp, type Core, type RecordHeader, type RecordInput } from '../wasm/core.js'
+import { RECORD_BATCH_HEADER_SIZE, loadCore, readBatchRecords, recordBaseSize, recordSizeFromBase, restamp, type Core, type HeaderInput, type RecordInput } from '../wasm/core.js'
 import { Checkpointer, batchIdentity, pendingOrder, type PendingBatch, type ProducerCheckpoint } from './checkpoint.js'
 import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from './accumulator.js'
 import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
@@ -52,13 +52,14 @@ export interface ProducerRecord {
   headers?: Record<string, Bytes> | ReadonlyArray<{ key: string; value: Bytes }>
 }
 
-const encoder = new TextEncoder()
-const toBytes = (v: Bytes | undefined, what: string): Uint8Array | null => {
+/** A field as it goes to the batch: strings stay strings until they are written into WASM memory. */
+const toField = (v: Bytes | undefined, what: string, header?: string): Uint8Array | string | null => {
   if (v === null || v === undefined) return null
-  if (v instanceof Uint8Array) return v
-  if (typeof v === 'string') return encoder.encode(v)
-  throw new ConfigException(`${what} must be a Uint8Array, a string or null, got ${typeof v}`)
+  if (typeof v === 'string' || v instanceof Uint8Array) return v
+  throw new ConfigException(`${header === undefined ? what : `header ${header}`} must be a Uint8Array, a string or null, got ${typeof v}`)
 }
+/** A waiting send's own copy (strings cannot change under it). */
+const copyOf = <T extends Uint8Array | string | null>(v: T): T => (v === null || typeof v === 'string' ? v : v.slice() as T)
 const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/
 
 /**
@@ -322,8 +323,8 @@ export class Producer {
       cpr.legacy.push(entry)
       records.forEach((r, i) => {
         if (entry.delivered.has(i)) return
-        const headers = (r.headers ?? []).filter((h) => h.key !== POSSIBLE_DUPLICATE_HEADER)
-        headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: encoder.encode('1') })
+        const headers: HeaderInput[] = (r.headers ?? []).filter((h) => h.key !== POSSIBLE_DUPLICATE_HEADER)
+        headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: '1' })
         // Called as the copy's batch completes, before any later save can drop that batch from the checkpoint.
         const acked = (): void => {
           entry.delivered.add(i)
@@ -391,8 +392,8 @@ export class Producer {
     // send() captures the bytes when it is called (the caller may reuse its arrays, as with Java's
     // serializers), so a send that has to wait keeps copies.
     this.waiting.push({
-      key: p.key && p.key.slice(), value: p.value && p.value.slice(),
-      headers: p.headers && p.headers.map((h) => ({ key: h.key, value: h.value && h.value.slice() })),
+      key: copyOf(p.key), value: copyOf(p.value),
+      headers: p.headers && p.headers.map((h) => ({ key: h.key, value: copyOf(h.value) })),
       timestamp: p.timestamp, topic: p.topic, partition: p.partition, resolve, reject, startedMs: p.startedMs, baseSize: p.baseSize,
     })
     p.key = p.value = null
@@ -419,16 +420,16 @@ export class Producer {
     const timestamp = r.timestamp ?? now
     if (!Number.isSafeInteger(timestamp)) throw new ConfigException(`timestamp must be an integer number of ms since the epoch, got ${r.timestamp}`)
     if (timestamp < 0) throw new ConfigException(`timestamp must not be negative, got ${timestamp}`)
-    let headers: RecordHeader[] | undefined
+    let headers: HeaderInput[] | undefined
     if (r.headers) {
       const entries = Array.isArray(r.headers) ? r.headers as ReadonlyArray<{ key: string; value: Bytes }> : Object.entries(r.headers).map(([key, value]) => ({ key, value }))
       headers = entries.map((h) => {
         if (typeof h.key !== 'string') throw new ConfigException('header keys must be strings')
-        return { key: h.key, value: toBytes(h.value, `header ${h.key}`) }
+        return { key: h.key, value: toField(h.value, 'header', h.key) }
       })
     }
-    p.key = toBytes(r.key, 'key')
-    p.value = toBytes(r.value, 'value')
+    p.key = toField(r.key, 'key')
+    p.value = toField(r.value, 'value')
     p.headers = headers
     p.timestamp = timestamp
     p.topic = r.topic

@@ -2,7 +2,7 @@ import type { Cluster } from '../client/cluster.js'
 import { sleep } from '../clock.js'
 import { KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER } from '../errors.js'
 import { DescribeProducers, errorCode, errorInfo } from '../protocol/index.js'
-import { readBatchRecords, type Core, type RecordInput } from '../wasm/core.js'
+import { readBatchRecords, type Core, type DecodedRecord } from '../wasm/core.js'
 import { batchIdentity, type PendingBatch, type RelabelledBatch } from './checkpoint.js'
 import type { ProducerConfig } from './config.js'
 import { NUM_BATCHES_TO_RETAIN } from './idempotence.js'
@@ -14,7 +14,7 @@ import { incrementSequence } from './producer-batch.js'
 export interface TakeoverContext { cluster: Cluster; config: ProducerConfig; topics: Set<string> }
 
 /** A batch being relabelled: its records, and which of them need no new copy. */
-export interface RelabelEntry extends RelabelledBatch { records: RecordInput[] }
+export interface RelabelEntry extends RelabelledBatch { records: DecodedRecord[] }
 
 /** A partition leader's state for a producer id (DescribeProducers). */
 interface LeaderProducerState { producerEpoch: number; lastSequence: number }
@@ -34,7 +34,7 @@ export interface ResumePlan {
 }
 
 /** A record's identity for matching a re-sent copy to its original: key, value, timestamp and headers, without the label. */
-function recordKey(r: RecordInput): string {
+function recordKey(r: DecodedRecord): string {
   const hex = (b: Uint8Array | null): string => (b === null ? '-' : Array.from(b, (x) => x.toString(16).padStart(2, '0')).join(''))
   const headers = (r.headers ?? []).filter((h) => h.key !== POSSIBLE_DUPLICATE_HEADER).map((h) => `${h.key}=${hex(h.value)}`).join(',')
   return `${hex(r.key)}|${hex(r.value)}|${r.timestamp}|${headers}`
@@ -166,7 +166,7 @@ async function describeProducerStates(ctx: TakeoverContext, producerId: bigint, 
 export function matchCopies(core: Core, plan: ResumePlan, entries: readonly RelabelEntry[]): void {
   if (plan.legacy.size === 0) return
     const copies = new Map<string, Array<{ entry?: RelabelEntry; index: number }>>()
-    const add = (r: RecordInput, at: { entry?: RelabelEntry; index: number }): void => {
+    const add = (r: DecodedRecord, at: { entry?: RelabelEntry; index: number }): void => {
       if (!r.headers?.some((h) => h.key === POSSIBLE_DUPLICATE_HEADER)) return
       const k = recordKey(r)
       copies.set(k, [...(copies.get(k) ?? []), at])

@@ -10,12 +10,30 @@ export interface RecordHeader {
   value: Uint8Array | null
 }
 
+/** A header as it goes into a batch: a string value is written into WASM memory as UTF-8. */
+export interface HeaderInput {
+  key: string
+  value: Uint8Array | string | null
+}
+
+/**
+ * A record as it goes into a batch. Strings are written into WASM memory as UTF-8 (TextEncoder's
+ * bytes) without a Uint8Array of their own: most records from pages and Workers are JSON text, and
+ * an encode() per string was a third of what such a record cost.
+ */
 export interface RecordInput {
+  key: Uint8Array | string | null
+  value: Uint8Array | string | null
+  headers?: readonly HeaderInput[]
+  /** Milliseconds since the epoch; an integer. */
+  timestamp: number
+}
+
+/** A record as readBatchRecords() decodes it. */
+export interface DecodedRecord extends RecordInput {
   key: Uint8Array | null
   value: Uint8Array | null
   headers?: readonly RecordHeader[]
-  /** Milliseconds since the epoch; an integer. */
-  timestamp: number
 }
 
 export interface ProducerStamp {
@@ -70,13 +88,9 @@ export class OpenBatch {
     const ts = record.timestamp
     const headerCount = core.stage(record)
     const first = this.count === 0 ? ts : this.firstTs
-    const key = record.key
-    const value = record.value
     let size: number
     try {
-      size = core.exports.batchAppend(
-        handle, ts - first, this.count, key === null ? -1 : key.length, value === null ? -1 : value.length, headerCount,
-      )
+      size = core.exports.batchAppend(handle, ts - first, this.count, core.stagedKeyBytes, core.stagedValueBytes, headerCount)
     } catch (err) {
       throw typedTrap(err)
     }
@@ -198,13 +212,13 @@ export function batchHeader(bytes: Uint8Array): BatchHeader {
  * every appended record around until the batch completes. Throws UnsupportedCompressionError when the
  * core has no decoder for the batch's codec, WasmCoreError when the bytes are not a record batch.
  */
-export function readBatchRecords(core: Core, bytes: Uint8Array): RecordInput[] {
+export function readBatchRecords(core: Core, bytes: Uint8Array): DecodedRecord[] {
   const header = batchHeader(bytes)
   const codec = header.attributes & 7
   const section = bytes.subarray(RECORD_BATCH_HEADER_SIZE)
   const data = codec === 0 ? section : core.decompress(codecName(codec), section)
   const r = new RecordReader(data)
-  const out: RecordInput[] = []
+  const out: DecodedRecord[] = []
   for (let i = 0; i < header.recordCount; i++) {
     const end = r.varint() + r.at
     r.at++ // attributes
@@ -222,6 +236,30 @@ export function readBatchRecords(core: Core, bytes: Uint8Array): RecordInput[] {
 }
 
 const utf8Decoder = new TextDecoder()
+const utf8Encoder = new TextEncoder()
+/**
+ * Strings up to this many UTF-16 units are tried as ASCII first, skipping a subarray + encodeInto;
+ * past it the JS loop costs more instructions than encodeInto (callgrind, bench -- instructions).
+ */
+const ASCII_FAST_PATH = 16
+
+/**
+ * @internal Writes `s` as UTF-8 at `at` (room for 3 bytes per UTF-16 unit) and returns its length;
+ * the bytes are TextEncoder's.
+ */
+export function writeUtf8(u8: Uint8Array, s: string, at: number): number {
+  const n = s.length
+  if (n <= ASCII_FAST_PATH) {
+    let i = 0
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i)
+      if (c >= 0x80) break
+      u8[at + i] = c
+    }
+    if (i === n) return n
+  }
+  return utf8Encoder.encodeInto(s, u8.subarray(at, at + 3 * n)).written
+}
 
 class RecordReader {
   at = 0
@@ -287,19 +325,23 @@ export function recordSize(record: RecordInput, offsetDelta: number, timestampDe
  * headers): computed once per record, then recordSizeFromBase() adds the deltas and the length prefix.
  */
 export function recordBaseSize(record: RecordInput): number {
-  const key = record.key
-  const value = record.value
-  let body = (key === null ? 1 : varintSize(key.length) + key.length)
-    + (value === null ? 1 : varintSize(value.length) + value.length)
+  let body = fieldSize(record.key) + fieldSize(record.value)
   const headers = record.headers
   const headerCount = headers === undefined ? 0 : headers.length
   body += varintSize(headerCount)
   for (let i = 0; i < headerCount; i++) {
     const h = headers![i]!
     const k = utf8Length(h.key)
-    body += varintSize(k) + k + (h.value === null ? 1 : varintSize(h.value.length) + h.value.length)
+    body += varintSize(k) + k + fieldSize(h.value)
   }
   return body
+}
+
+/** A nullable bytes field: its length varint and its bytes (-1 for null: one byte). */
+function fieldSize(v: Uint8Array | string | null): number {
+  if (v === null) return 1
+  const n = typeof v === 'string' ? utf8Length(v) : v.length
+  return varintSize(n) + n
 }
 
 /** Exact encoded size of a record with the given recordBaseSize() at these deltas (attributes byte included). */
@@ -308,8 +350,13 @@ export function recordSizeFromBase(baseSize: number, offsetDelta: number, timest
   return varintSize(body) + body
 }
 
+/** Past this many UTF-16 units the ASCII regex is cheaper than the loop (V8 runs it as native code). */
+const ASCII_REGEX_FROM = 16
+const ASCII_ONLY = /^[\x00-\x7f]*$/
+
 /** UTF-8 length as TextEncoder produces it (a lone surrogate becomes U+FFFD, 3 bytes). */
-function utf8Length(s: string): number {
+export function utf8Length(s: string): number {
+  if (s.length > ASCII_REGEX_FROM && ASCII_ONLY.test(s)) return s.length
   let n = 0
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i)

@@ -6,11 +6,11 @@
 import {
   CODEC_STATUS, CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError,
 } from '../errors.js'
-import { OpenBatch, recordSize, type RecordInput } from './batch.js'
+import { OpenBatch, recordSize, writeUtf8, type RecordInput } from './batch.js'
 
 export {
   NO_PRODUCER, OpenBatch, RECORD_BATCH_HEADER_SIZE, batchHeader, readBatchRecords, recordBaseSize, recordSize, recordSizeFromBase, restamp,
-  type BatchHeader, type ProducerStamp, type RecordHeader, type RecordInput,
+  type BatchHeader, type DecodedRecord, type HeaderInput, type ProducerStamp, type RecordHeader, type RecordInput,
 } from './batch.js'
 // Not the @internal setDefaultCoreSource and base64Bytes: a declaration file re-exporting what
 // stripInternal removed would not type-check (the entries that use them import load.js).
@@ -27,8 +27,6 @@ export const COMPRESSION_CODEC: Readonly<Record<CompressionType, number>> = Obje
 const LEVEL_DEFAULT = -0x80000000
 /** Core.crc32c feeds JS bytes through staging in chunks this size, so staging never grows for it. */
 const CRC_CHUNK = 64 << 10
-/** Header keys up to this many UTF-16 units are tried as ASCII first, skipping a subarray + encodeInto. */
-const ASCII_FAST_PATH = 64
 /** assembly/codecs/index.ts codecFeatures bits. */
 const FEATURE_ENCODER = 1
 const FEATURE_DECODER = 2
@@ -61,8 +59,6 @@ export interface CoreExports {
   bufferFree(ptr: number): void
 }
 
-const utf8 = new TextEncoder()
-
 export class Core {
   /** @internal Raw exports, for benchmarks and tests of the module itself. */
   readonly exports: CoreExports
@@ -71,6 +67,10 @@ export class Core {
   // Cached staging location: saves a JS -> WASM call per record while records fit.
   private stagingAt = 0
   private stagingCap = 0
+  /** @internal The UTF-8 lengths stage() wrote for the key and the value (-1: null), for batchAppend. */
+  stagedKeyBytes = -1
+  /** @internal */
+  stagedValueBytes = -1
 
   /** @internal Use loadCore(). */
   constructor(exports: CoreExports) {
@@ -221,22 +221,22 @@ export class Core {
     const key = record.key
     const value = record.value
     const headers = record.headers
-    const keyBytes = key === null ? 0 : key.length
-    const valueBytes = value === null ? 0 : value.length
-    let size = keyBytes + valueBytes
+    let size = roomFor(key) + roomFor(value)
     const headerCount = headers === undefined ? 0 : headers.length
     for (let i = 0; i < headerCount; i++) {
       const h = headers![i]!
-      // UTF-8 needs at most 3 bytes per UTF-16 unit.
-      size += 8 + 3 * h.key.length + (h.value === null ? 0 : h.value.length)
+      size += 8 + 3 * h.key.length + roomFor(h.value)
     }
     const at = this.staging(size)
     const u8 = this.u8
-    if (keyBytes > 0) copyIn(u8, key!, at)
-    if (valueBytes > 0) copyIn(u8, value!, at + keyBytes)
+    const keyBytes = key === null ? -1 : put(u8, key, at)
+    let p = at + Math.max(0, keyBytes)
+    const valueBytes = value === null ? -1 : put(u8, value, p)
+    p += Math.max(0, valueBytes)
+    this.stagedKeyBytes = keyBytes
+    this.stagedValueBytes = valueBytes
     if (headerCount > 0) {
       const dv = this.dv
-      let p = at + keyBytes + valueBytes
       for (let i = 0; i < headerCount; i++) {
         const h = headers![i]!
         const n = writeUtf8(u8, h.key, p + 4)
@@ -247,9 +247,9 @@ export class Core {
           dv.setInt32(p, -1, true)
           p += 4
         } else {
-          dv.setInt32(p, v.length, true)
-          if (v.length > 0) copyIn(u8, v, p + 4)
-          p += 4 + v.length
+          const m = put(u8, v, p + 4)
+          dv.setInt32(p, m, true)
+          p += 4 + m
         }
       }
     }
@@ -268,6 +268,18 @@ export class Core {
 
 // ---------------------------------------------------------------------------------------------
 
+/** Staging room for a field: UTF-8 needs at most 3 bytes per UTF-16 unit. */
+function roomFor(v: Uint8Array | string | null): number {
+  return v === null ? 0 : typeof v === 'string' ? 3 * v.length : v.length
+}
+
+/** Writes a field into WASM memory and returns its length in bytes. */
+function put(u8: Uint8Array, v: Uint8Array | string, at: number): number {
+  if (typeof v === 'string') return writeUtf8(u8, v, at)
+  copyIn(u8, v, at)
+  return v.length
+}
+
 /** Copies src into WASM memory; a byte loop beats TypedArray.set's call overhead for short inputs. */
 function copyIn(u8: Uint8Array, src: Uint8Array, at: number): void {
   const n = src.length
@@ -276,20 +288,6 @@ function copyIn(u8: Uint8Array, src: Uint8Array, at: number): void {
   } else {
     u8.set(src, at)
   }
-}
-
-function writeUtf8(u8: Uint8Array, s: string, at: number): number {
-  const n = s.length
-  if (n <= ASCII_FAST_PATH) {
-    let i = 0
-    for (; i < n; i++) {
-      const c = s.charCodeAt(i)
-      if (c >= 0x80) break
-      u8[at + i] = c
-    }
-    if (i === n) return n
-  }
-  return utf8.encodeInto(s, u8.subarray(at, at + 3 * n)).written
 }
 
 /** @internal */
