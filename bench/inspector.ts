@@ -23,6 +23,8 @@ export interface IsolateProfile {
   samples: number
   /** Frames by self time (ms), the pseudo-frames `(idle)`, `(program)`, `(garbage collector)` left out. */
   top: Array<{ frame: string; selfMs: number; share: number }>
+  /** SQLite's `exec` self time (ms) by the first named JavaScript function above it (transactionSync skipped). */
+  sqlBy: Array<{ caller: string; ms: number }>
 }
 
 export class Inspector {
@@ -98,11 +100,23 @@ export function summarize(p: CpuProfile, per: number, topN = 15): IsolateProfile
     const name = `${f.functionName || '(anonymous)'} ${file ? `${file}:${f.lineNumber + 1}` : '(native)'}`
     frames.set(name, (frames.get(name) ?? 0) + us)
   }
+  const parent = new Map<number, number>()
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
+  const sql = new Map<string, number>()
+  for (const [id, us] of self) {
+    const f = byId.get(id)!.callFrame
+    if (f.functionName !== 'exec' || f.url) continue
+    let at = parent.get(id)
+    while (at !== undefined && ['', 'transactionSync'].includes(byId.get(at)!.callFrame.functionName)) at = parent.get(at)
+    const caller = at === undefined ? '(none)' : byId.get(at)!.callFrame.functionName
+    sql.set(caller, (sql.get(caller) ?? 0) + us)
+  }
   const nonIdle = sampled - idle
   const ms = (us: number) => us / 1000 / per
   return {
     sampledMs: ms(sampled), wallMs: ms(p.endTime - p.startTime), periodUs: period,
     nonIdleMs: ms(nonIdle), jsMs: ms(nonIdle - program - gc), programMs: ms(program), gcMs: ms(gc), samples: p.samples.length,
     top: [...frames].sort((a, b) => b[1] - a[1]).slice(0, topN).map(([frame, us]) => ({ frame, selfMs: ms(us), share: nonIdle > 0 ? us / nonIdle : 0 })),
+    sqlBy: [...sql].sort((a, b) => b[1] - a[1]).map(([caller, us]) => ({ caller, ms: ms(us) })),
   }
 }

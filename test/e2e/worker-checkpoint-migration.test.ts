@@ -1,5 +1,5 @@
 // An object whose storage is in the earlier form (the checkpoint one JSON row, batches as base64, in
-// the table producer_checkpoint; accepted_ids a rowid table; the full events_state index; one events
+// the table producer_checkpoint; accepted_ids one rowid table with each id's time; the full events_state index; one events
 // row per event, those handed to the producer in state 1, instead of one requests row per request) resumes
 // it exactly once under the current layout (a head row and one BLOB row per batch), and still knows
 // the ids it accepted. The earlier form is made from a real checkpoint: events are accepted while
@@ -53,10 +53,12 @@ export class ProducerObject extends KafkaProducerObject {
       sql.exec('INSERT INTO producer_checkpoint (k, body) VALUES (0, ?)', JSON.stringify({ ...JSON.parse(head.body), pending }))
       sql.exec('DROP TABLE checkpoint_head')
       sql.exec('DROP TABLE checkpoint_batches')
-      // The earlier accepted_ids (a rowid table) and events index.
+      // The earlier accepted_ids (one rowid table, each id with its time, an index on the time) and events index.
       sql.exec('CREATE TABLE accepted_ids_rowid (id TEXT PRIMARY KEY, at INTEGER NOT NULL)')
-      sql.exec('INSERT INTO accepted_ids_rowid (id, at) SELECT id, at FROM accepted_ids')
+      sql.exec('INSERT INTO accepted_ids_rowid (id, at) SELECT id, ?1 FROM accepted_ids UNION SELECT id, ?1 FROM accepted_ids_old', Date.now())
       sql.exec('DROP TABLE accepted_ids')
+      sql.exec('DROP TABLE accepted_ids_old')
+      sql.exec('DROP TABLE accepted_window')
       sql.exec('ALTER TABLE accepted_ids_rowid RENAME TO accepted_ids')
       sql.exec('CREATE INDEX accepted_ids_at ON accepted_ids (at)')
       // The earlier one row per event: handed to the producer (1) up to the head's mark, else waiting (0).

@@ -77,14 +77,17 @@ describe('checkpoint storage form', () => {
 
 /** Stand-ins for the objects: each named stub answers from `answer` and records what it was sent. */
 function namespace(answer: (shard: number, body: unknown[]) => Response) {
-  const calls: Array<{ shard: number; path: string; body: unknown[]; hint?: string }> = []
+  const calls: Array<{ shard: number; path: string; body: unknown[]; ids: unknown; hint?: string }> = []
   const ns: DurableObjectNamespace = {
     idFromName: (name) => Number(name.slice(SHARD_PREFIX.length)),
     get: (id, opts) => ({
       fetch: async (input, init) => {
         const shard = id as number
-        const body = JSON.parse(String(init?.body ?? '[]')) as unknown[]
-        calls.push({ shard, path: new URL(String(input)).pathname, body, hint: opts?.locationHint })
+        // A durable accept's body: the ids on one line, then the events.
+        const text = String(init?.body ?? '[]')
+        const nl = text.indexOf('\n')
+        const body = JSON.parse(nl < 0 ? text : text.slice(nl + 1)) as unknown[]
+        calls.push({ shard, path: new URL(String(input)).pathname, body, ids: nl < 0 ? null : JSON.parse(text.slice(0, nl)), hint: opts?.locationHint })
         return answer(shard, body)
       },
     }),
@@ -110,6 +113,7 @@ describe('telemetryApp() over shards', () => {
       expect(c.path).toBe('/accept')
       expect(c.hint).toBe('weur')
       for (const r of c.body as Array<{ key: string }>) expect(shardOf({ key: r.key, id: '' }, 4)).toBe(c.shard)
+      expect(c.ids).toEqual((c.body as Array<{ id: string }>).map((r) => r.id))
       const ids = (c.body as Array<{ id: string }>).map((r) => Number(r.id.slice(1)))
       expect(ids).toEqual([...ids].sort((a, b) => a - b))
     }
@@ -132,6 +136,7 @@ describe('telemetryApp() over shards', () => {
     const { ns, calls } = namespace((_s, body) => Response.json({ accepted: body.length, events: [] }, { status: 202 }))
     expect((await post(telemetryApp({ mode: 'sync' }), env(ns), events.slice(0, 3))).status).toBe(202)
     expect(calls.map((c) => c.path)).toEqual(['/produce'])
+    expect(calls[0]!.ids).toBeNull()
     const res = await post(telemetryApp({ binding: 'NOPE' }), env(ns), events.slice(0, 1))
     expect(res.status).toBe(500)
     expect(((await res.json()) as { message: string }).message).toMatch(/no Durable Object binding NOPE/)

@@ -87,7 +87,12 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     }
     const route = mode === 'sync' ? '/produce' : '/accept'
     const answers = await Promise.all([...byShard].map(async ([s, list]) => {
-      const res = await stub(s).fetch(`https://producer${route}`, { method: 'POST', body: JSON.stringify(list), headers: { 'content-type': 'application/json' } })
+      // A durable accept gets the ids on a line before the events, so the object stores the events
+      // without reading them (JSON.stringify writes no newline).
+      const events = JSON.stringify(list)
+      const res = await stub(s).fetch(`https://producer${route}`, mode === 'sync'
+        ? { method: 'POST', body: events, headers: { 'content-type': 'application/json' } }
+        : { method: 'POST', body: `${JSON.stringify(list.map((r) => r.id))}\n${events}`, headers: { 'content-type': 'text/plain' } })
       const body = await res.json() as Record<string, unknown>
       // A durable accept's answer names no events (the object stores the JSON without parsing it):
       // the ids accepted or refused are the ones sent to it.

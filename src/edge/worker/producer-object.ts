@@ -36,8 +36,10 @@ const HANDED = 1
 const WAITING_MAYBE_WRITTEN = 2
 const RESUMED = 3
 /**
- * How long an accepted event id is remembered: a client that resends a request whose 202 it never
- * saw (a restart, a lost connection) within this window is answered 202 again and nothing is stored twice.
+ * How long an accepted event id is remembered at least (ACCEPTED_IDS_WINDOW_SECONDS overrides it): a
+ * client that resends a request whose 202 it never saw (a restart, a lost connection) within this
+ * window is answered 202 again and nothing is stored twice. Ids are kept in two generations, each
+ * spanning one window, so an id is remembered for one to two windows.
  */
 export const ACCEPTED_ID_WINDOW_MS = 3_600_000
 /** Rows one produce round hands to the producer at most, and their bytes (bounded memory per round). */
@@ -144,7 +146,8 @@ export class KafkaProducerObject {
    */
   private eventsWaiting = true
   private readonly startedMs = Date.now()
-  private prunedMs = 0
+  /** When the current accepted_ids generation began (accepted_window). */
+  private idsSince: number
   private readonly stats = { accepted: 0, produced: 0, rejected: 0, relabelled: 0, retriedIds: 0, latencySum: 0, latencyCount: 0, rounds: 0 }
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -181,18 +184,40 @@ export class KafkaProducerObject {
       accepted_at INTEGER NOT NULL, done TEXT)`)
     this.sql.exec(`CREATE TABLE IF NOT EXISTS checkpoint_batches (n INTEGER PRIMARY KEY AUTOINCREMENT, k TEXT NOT NULL UNIQUE, topic TEXT NOT NULL,
       partition INTEGER NOT NULL, base_sequence INTEGER NOT NULL, record_count INTEGER NOT NULL, bytes BLOB NOT NULL, relabelled INTEGER NOT NULL, delivered TEXT)`)
-    // WITHOUT ROWID: the id is the table's own key (a rowid table would keep a second b-tree for it).
-    const ids = this.sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'accepted_ids'").toArray()[0]
-    if (!ids) this.sql.exec('CREATE TABLE accepted_ids (id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID')
-    else if (!/WITHOUT ROWID/i.test(ids.sql)) {
-      ctx.storage.transactionSync(() => {
-        this.sql.exec('CREATE TABLE accepted_ids_keyed (id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID')
-        this.sql.exec('INSERT INTO accepted_ids_keyed (id, at) SELECT id, at FROM accepted_ids')
-        this.sql.exec('DROP TABLE accepted_ids')
-        this.sql.exec('ALTER TABLE accepted_ids_keyed RENAME TO accepted_ids')
-      })
-    }
-    this.sql.exec('CREATE INDEX IF NOT EXISTS accepted_ids_at ON accepted_ids (at)')
+    // Accepted ids in two generations, accepted_ids (since accepted_window.since) and
+    // accepted_ids_old (the window before): forgetting the older is one DROP TABLE, so no row carries
+    // a time and no index on it is written per id. WITHOUT ROWID: the id is the table's own key.
+    // The earlier single table (an id and its time, with a rowid or without) becomes the older
+    // generation as it is; lookups need only its id key.
+    ctx.storage.transactionSync(() => {
+      if (this.sql.exec<{ name: string }>('PRAGMA table_info(accepted_ids)').toArray().some((c) => c.name === 'at')) {
+        this.sql.exec('DROP INDEX IF EXISTS accepted_ids_at')
+        this.sql.exec('DROP TABLE IF EXISTS accepted_ids_old')
+        this.sql.exec('ALTER TABLE accepted_ids RENAME TO accepted_ids_old')
+      }
+      this.sql.exec('CREATE TABLE IF NOT EXISTS accepted_ids (id TEXT PRIMARY KEY) WITHOUT ROWID')
+      this.sql.exec('CREATE TABLE IF NOT EXISTS accepted_ids_old (id TEXT PRIMARY KEY) WITHOUT ROWID')
+      this.sql.exec('CREATE TABLE IF NOT EXISTS accepted_window (k INTEGER PRIMARY KEY CHECK (k = 0), since INTEGER NOT NULL)')
+      this.sql.exec('INSERT OR IGNORE INTO accepted_window (k, since) VALUES (0, ?)', Date.now())
+    })
+    this.idsSince = this.sql.exec<{ since: number }>('SELECT since FROM accepted_window WHERE k = 0').one().since
+  }
+
+  private idWindowMs(): number {
+    const s = Number(this.env.ACCEPTED_IDS_WINDOW_SECONDS)
+    return s > 0 ? s * 1000 : ACCEPTED_ID_WINDOW_MS
+  }
+
+  /** A window after the current generation began, it becomes the older one and the older is dropped. */
+  private rotateIds(now: number): void {
+    if (now - this.idsSince < this.idWindowMs()) return
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec('DROP TABLE accepted_ids_old')
+      this.sql.exec('ALTER TABLE accepted_ids RENAME TO accepted_ids_old')
+      this.sql.exec('CREATE TABLE accepted_ids (id TEXT PRIMARY KEY) WITHOUT ROWID')
+      this.sql.exec('UPDATE accepted_window SET since = ? WHERE k = 0', now)
+    })
+    this.idsSince = now
   }
 
   /**
@@ -441,10 +466,6 @@ export class KafkaProducerObject {
   }
 
   private async alarmRound(): Promise<void> {
-    if (Date.now() - this.prunedMs > 60_000) {
-      this.prunedMs = Date.now()
-      this.sql.exec('DELETE FROM accepted_ids WHERE at < ?', this.prunedMs - ACCEPTED_ID_WINDOW_MS)
-    }
     await this.pump()
     if (this.backlogCounts().count > 0) await this.ctx.storage.setAlarm(Date.now() + 1000)
   }
@@ -549,12 +570,17 @@ export class KafkaProducerObject {
   }
 
   /**
-   * Durable accept of the app's validated events (a JSON array of TelemetryRecord), stored as one
-   * requests row holding the text they came in: the object parses nothing. The answer has no ids
-   * (the app has them).
+   * Durable accept of the app's validated events: the body is their ids (a JSON array of strings), a
+   * newline, and the events (a JSON array of TelemetryRecord), stored as one requests row holding
+   * the text they came in: the object parses nothing. The answer has no ids (the app has them). A
+   * body without the ids line (an app of the earlier code, during a deploy) is parsed.
    */
-  private async accept(batch: string): Promise<Response> {
+  private async accept(body: string): Promise<Response> {
     const now = Date.now()
+    this.rotateIds(now)
+    const nl = body.indexOf('\n')
+    const ids = nl < 0 ? null : body.slice(0, nl)
+    const batch = nl < 0 ? body : body.slice(nl + 1)
     const max = this.maxBacklog()
     const { count } = this.backlogCounts()
     let stored: number
@@ -562,18 +588,17 @@ export class KafkaProducerObject {
     // The row's seq when the request is stored as it came (so the queue may hold its text).
     let seq: number | undefined
     try {
-      // Three statements per request whatever its size (each exec costs the isolate CPU). The ids
-      // are read out of JSONB by index (json_each's value column would render each event back to
-      // JSON text; jsonb_each, which would not, is not in workerd's SQLite). changes() in the row's
-      // insert is the number of ids new to accepted_ids: when some were accepted before (a client's
-      // retry) the transaction is rolled back and the request stored without them; past the backlog
-      // it is rolled back and nothing is stored.
+      // Two statements per request whatever its size (each exec costs the isolate CPU), the ids
+      // from the app's list (reading them out of the events' JSON in SQLite cost more than both
+      // statements now do). changes() in the row's insert is the number of ids new to both
+      // generations: when some were accepted before (a client's retry) the transaction is rolled
+      // back and the request stored without them; past the backlog it is rolled back and nothing
+      // is stored.
       ;({ stored, total, seq } = this.ctx.storage.transactionSync(() => {
-        if (batch.length > ROW_CHARS) throw new Retried()
-        const events = this.sql.exec<{ b: ArrayBuffer }>('SELECT jsonb(?) AS b', batch).one().b
-        this.sql.exec("INSERT OR IGNORE INTO accepted_ids (id, at) SELECT ?2 ->> ('$[' || j.key || '].id'), ?1 FROM json_each(?2) AS j", now, events)
+        if (ids === null || batch.length > ROW_CHARS) throw new Retried()
+        this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id) SELECT j.value FROM json_each(?) AS j WHERE NOT EXISTS (SELECT 1 FROM accepted_ids_old AS o WHERE o.id = j.value)', ids)
         const row = this.sql.exec<{ seq: number; fresh: number; total: number }>(
-          'INSERT INTO requests (body, n, accepted_at) VALUES (?1, changes(), ?2) RETURNING seq, n AS fresh, json_array_length(?3) AS total', batch, now, events).one()
+          'INSERT INTO requests (body, n, accepted_at) VALUES (?1, changes(), ?2) RETURNING seq, n AS fresh, json_array_length(?3) AS total', batch, now, ids).one()
         if (row.fresh < row.total) throw new Retried()
         if (count + row.fresh > max) throw new BacklogFull(row.fresh)
         return { stored: row.fresh, total: row.total, seq: row.seq }
@@ -613,10 +638,12 @@ export class KafkaProducerObject {
     const records = JSON.parse(batch) as TelemetryRecord[]
     const ids = JSON.stringify(records.map((r) => r.id))
     return this.ctx.storage.transactionSync(() => {
-      const known = new Set(this.sql.exec<{ id: string }>('SELECT a.id FROM json_each(?) AS j JOIN accepted_ids AS a ON a.id = j.value', ids).toArray().map((r) => r.id))
+      const known = new Set(this.sql.exec<{ id: string }>(`SELECT j.value AS id FROM json_each(?) AS j WHERE EXISTS (SELECT 1 FROM accepted_ids AS a WHERE a.id = j.value)
+        OR EXISTS (SELECT 1 FROM accepted_ids_old AS o WHERE o.id = j.value)`, ids).toArray().map((r) => r.id))
       const fresh = records.filter((r) => !known.has(r.id))
       if (count + fresh.length > max) throw new BacklogFull(fresh.length)
-      this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id, at) SELECT value, ? FROM json_each(?)', now, ids)
+      // Only the new ones: an id is remembered from its accept, not from its last resend.
+      if (fresh.length > 0) this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id) SELECT value FROM json_each(?)', JSON.stringify(fresh.map((r) => r.id)))
       let part: string[] = []
       let chars = 0
       const flush = () => {

@@ -1,0 +1,78 @@
+// How long the telemetry Worker remembers accepted event ids, under wrangler dev (no broker: the
+// accept is durable, and what is asserted is what the object stored and counted). Ids live in two
+// generations of one window each (ACCEPTED_IDS_WINDOW_SECONDS): a resend within a window of its
+// accept is answered and not stored again, also across one rotation; after two rotations the id is
+// forgotten and the same event counts as new. An app of the earlier code, which posts the events
+// without the ids line in front, is still accepted and deduplicated the same way.
+import { writeFileSync, readFileSync, rmSync } from 'node:fs'
+import path from 'node:path'
+import { afterAll, expect, it } from 'vitest'
+import { snapshotWorker, startWrangler, type WranglerDev } from './wrangler.js'
+
+let dev: WranglerDev | undefined
+let project: string | undefined
+afterAll(async () => {
+  await dev?.stop()
+  if (project) rmSync(project, { recursive: true, force: true })
+})
+
+const WINDOW_S = 3
+
+/** The repository's Worker plus POST /earlier, which hands the body to shard 0 as the earlier app did: the events alone. */
+function projectWithEarlierApp(): string {
+  const { dir } = snapshotWorker()
+  writeFileSync(path.join(dir, 'worker', 'earlier.ts'), `
+import { KafkaProducerObject, telemetryApp, type Env } from 'kafka-edge/worker'
+export class ProducerObject extends KafkaProducerObject {}
+const app = telemetryApp()
+export default {
+  async fetch(req: Request, env: Env & { PRODUCER: any }, ctx: unknown) {
+    if (new URL(req.url).pathname !== '/earlier') return app.fetch(req, env, ctx as never)
+    const events = (await req.json() as Array<{ id: string; key: string; type: string }>).map((e) => ({ ...e, value: JSON.stringify(e), timestamp: Date.now() }))
+    return env.PRODUCER.get(env.PRODUCER.idFromName('telemetry-shard-0')).fetch('https://producer/accept', { method: 'POST', body: JSON.stringify(events), headers: { 'content-type': 'application/json' } })
+  },
+}
+`)
+  const toml = path.join(dir, 'wrangler.toml')
+  writeFileSync(toml, readFileSync(toml, 'utf8').replace(/^main = .*$/m, 'main = "worker/earlier.ts"'))
+  return dir
+}
+
+const post = (events: object[], route = '/events') => fetch(`${dev!.url}${route}`, { method: 'POST', body: JSON.stringify(events), headers: { 'content-type': 'application/json' } })
+const batch = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ type: 'ids', id: `ids-${from + i}`, key: `k${(from + i) % 3}` }))
+const counters = async () => {
+  const text = await (await fetch(`${dev!.url}/metrics`)).text()
+  const read = (name: string) => Number(new RegExp(`^${name}\\{shard="0"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN)
+  return { accepted: read('kafka_edge_events_accepted_total'), retried: read('kafka_edge_events_retried_ids_total') }
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+it('a resend is matched for one to two windows of its accept, then the id is new again; the earlier body form is accepted and deduplicated', async () => {
+  project = projectWithEarlierApp()
+  dev = await startWrangler({ KAFKA_BOOTSTRAP: '127.0.0.1:1', TELEMETRY_TOPIC: 'ids', SHARDS: '1', ACCEPTED_IDS_WINDOW_SECONDS: String(WINDOW_S) }, { project })
+
+  expect((await post(batch(0, 10))).status).toBe(202)
+  expect(await counters()).toEqual({ accepted: 10, retried: 0 })
+  // The same request again (its answer lost), and one that overlaps it by half.
+  expect(await (await post(batch(0, 10))).json()).toMatchObject({ accepted: 10 })
+  expect((await post(batch(5, 10))).status).toBe(202)
+  expect(await counters()).toEqual({ accepted: 15, retried: 15 })
+
+  // One window later the next accept rotates: ids 0-14 are the older generation, still known.
+  await sleep(WINDOW_S * 1000 + 300)
+  expect((await post(batch(100, 1))).status).toBe(202)
+  expect((await post(batch(0, 15))).status).toBe(202)
+  expect(await counters()).toEqual({ accepted: 16, retried: 30 })
+
+  // The earlier app's body: new ids stored, known ones (either generation) not.
+  expect((await post([...batch(100, 1), ...batch(200, 4)], '/earlier')).status).toBe(202)
+  expect(await counters()).toEqual({ accepted: 20, retried: 31 })
+
+  // A second rotation drops the generation that held ids 0-14: they count as new events again.
+  await sleep(WINDOW_S * 1000 + 300)
+  expect((await post(batch(0, 15))).status).toBe(202)
+  expect(await counters()).toEqual({ accepted: 35, retried: 31 })
+  // ...and ids 100 and 200-203, accepted in the generation now older, are still known.
+  expect((await post([...batch(100, 1), ...batch(200, 4)])).status).toBe(202)
+  expect(await counters()).toEqual({ accepted: 35, retried: 36 })
+}, 180_000)
