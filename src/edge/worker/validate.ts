@@ -69,28 +69,31 @@ export function parseTelemetry(body: string, limits: TelemetryLimits = DEFAULT_L
   })
 }
 
+// Module-level rather than a closure per event: a bundler's keepNames (wrangler's default) wraps
+// every named closure in a call that sets its name, once per event.
+const bad = (where: string, msg: string) => new TelemetryInputError(400, `${where}: ${msg}`)
+
 function validateEvent(e: unknown, where: string, limits: TelemetryLimits, now: number, newId: () => string): TelemetryRecord {
-  const bad = (msg: string) => new TelemetryInputError(400, `${where}: ${msg}`)
   if (e === null || typeof e !== 'object' || Array.isArray(e)) {
-    throw bad(`must be an object like {"type": "page_view", "data": {...}}, got ${e === null ? 'null' : Array.isArray(e) ? 'an array' : typeof e}`)
+    throw bad(where, `must be an object like {"type": "page_view", "data": {...}}, got ${e === null ? 'null' : Array.isArray(e) ? 'an array' : typeof e}`)
   }
   const ev = e as Record<string, unknown>
-  for (const k of Object.keys(ev)) if (!FIELDS.has(k)) throw bad(`unknown field ${JSON.stringify(k)}; allowed: ${[...FIELDS].join(', ')} (put custom fields under "data")`)
-  if (typeof ev.type !== 'string' || !TYPE.test(ev.type)) throw bad(`"type" is required: 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(ev.type)}`)
+  for (const k of Object.keys(ev)) if (!FIELDS.has(k)) throw bad(where, `unknown field ${JSON.stringify(k)}; allowed: ${[...FIELDS].join(', ')} (put custom fields under "data")`)
+  if (typeof ev.type !== 'string' || !TYPE.test(ev.type)) throw bad(where, `"type" is required: 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(ev.type)}`)
   let id: string
   if (ev.id === undefined) id = newId()
   else if (typeof ev.id === 'string' && ev.id.length >= 1 && ev.id.length <= 128) id = ev.id
-  else throw bad(`"id" must be a string of 1-128 characters, got ${JSON.stringify(ev.id)}`)
+  else throw bad(where, `"id" must be a string of 1-128 characters, got ${JSON.stringify(ev.id)}`)
   let key: string | null = null
   if (ev.key !== undefined && ev.key !== null) {
-    if (typeof ev.key !== 'string' || ev.key.length > 256) throw bad(`"key" must be a string of at most 256 characters`)
+    if (typeof ev.key !== 'string' || ev.key.length > 256) throw bad(where, `"key" must be a string of at most 256 characters`)
     key = ev.key
   }
   let timestamp = now
   if (ev.timestamp !== undefined) {
     const t = typeof ev.timestamp === 'number' ? ev.timestamp : typeof ev.timestamp === 'string' ? Date.parse(ev.timestamp) : NaN
     if (!Number.isInteger(t) || t < MIN_TS || t > MAX_TS) {
-      throw bad(`"timestamp" must be integer ms since the epoch or an ISO-8601 string between 2000 and 9999, got ${JSON.stringify(ev.timestamp)}`)
+      throw bad(where, `"timestamp" must be integer ms since the epoch or an ISO-8601 string between 2000 and 9999, got ${JSON.stringify(ev.timestamp)}`)
     }
     timestamp = t
   }
