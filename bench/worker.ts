@@ -12,7 +12,9 @@
 //      (bench/inspector.ts): the isolate's busy time per POST and its top frames, for kafka-edge
 //      durable (Worker and Durable Object share the isolate) and for kafkajs;
 //   3. events/s of one shard: 20,000 events posted by 20 clients to SHARDS=1, first POST to empty backlog.
-// BENCH_WORKER_QUICK=1: only the 100-event POSTs of kafka-edge durable and kafkajs, profiled
+//   Durable mode is also paced at 25 POSTs/s (the object drains between requests): workerd CPU and
+//   checkpoint saves per POST.
+// BENCH_WORKER_QUICK=1: only the 100-event POSTs of kafka-edge durable (also paced) and kafkajs, profiled
 // (bench/results/worker-quick.json; about a minute).
 // @platformatic/kafka is tried under nodejs_compat too; it fails at module load (recorded below).
 import { mkdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
@@ -59,11 +61,14 @@ interface PerRequest {
   impl: string; requests: number; p50Ms: number; p99Ms: number; cpuMsPerRequest: number
   /** workerd's process CPU per request, split (bench/lib.ts workerdCpu). */
   cpu: { proxy: number; main: number; otherThreads: number }
+  /** kafka-edge's durable mode: SQLite transactions that saved the producer's checkpoint, per request. */
+  checkpointSavesPerRequest?: number
   /** A second pass of as many requests under the V8 profiler: the isolate's figures, and workerd's CPU meanwhile (the profiler costs some). */
   isolate?: IsolateProfile & { workerdCpuMsPerRequest: number; profile: string }
 }
 
-async function perRequest(impl: string, dev: WranglerDev, path: string, requests: number, drained: () => Promise<boolean>, events = 100, profile = false): Promise<PerRequest> {
+/** `paceMs`: each POST starts that long after the previous one started (0: right after its answer). */
+async function perRequest(impl: string, dev: WranglerDev, path: string, requests: number, drained: () => Promise<boolean>, events = 100, profile = false, paceMs = 0): Promise<PerRequest> {
   const body = (r: number) => JSON.stringify(Array.from({ length: events }, (_, i) => ({ type: 'bench', id: `${impl}-${events}-${r}-${i}`, key: `user-${i % 20}`, data: { r, i, path: '/some/page' } })))
   const post = (r: number) => fetch(`${dev.url}${path}`, { method: 'POST', body: body(r), headers: { 'content-type': 'application/json' } })
   const ok = (status: number) => status === 202 || status === 200 || (path === '/no-such-route' && status === 404)
@@ -77,17 +82,24 @@ async function perRequest(impl: string, dev: WranglerDev, path: string, requests
       const text = await res.text()
       if (!ok(res.status)) throw new Error(`${impl}: ${res.status} ${text.slice(0, 300)}`)
       times.push(performance.now() - t0)
+      if (paceMs > 0) await new Promise((r) => setTimeout(r, Math.max(0, t0 + paceMs - performance.now())))
     }
     while (!(await drained())) await new Promise((r) => setTimeout(r, 100))
+    // The save that drops the last acknowledged batches may come after the backlog reads empty
+    // (it waits up to 50 ms to join the next batch's): it belongs to these requests.
+    await new Promise((r) => setTimeout(r, 150))
     return times
   }
+  const saves0 = await checkpointSaves(dev)
   const cpu0 = workerdCpu(dev.pgid)
   const times = await run(0)
   const cpu1 = workerdCpu(dev.pgid)
+  const saves1 = await checkpointSaves(dev)
   const per = (k: keyof typeof cpu0) => (cpu1[k] - cpu0[k]) / requests
   const result: PerRequest = {
     impl, requests, p50Ms: percentile(times, 0.5), p99Ms: percentile(times, 0.99), cpuMsPerRequest: per('total'),
     cpu: { proxy: per('proxy'), main: per('main'), otherThreads: per('otherThreads') },
+    ...(saves0 === null || saves1 === null ? {} : { checkpointSavesPerRequest: (saves1 - saves0) / requests }),
   }
   if (profile) {
     const inspector = await Inspector.connect(dev.inspectorPort)
@@ -104,6 +116,15 @@ async function perRequest(impl: string, dev: WranglerDev, path: string, requests
   return result
 }
 
+/** kafka_edge_checkpoint_saves_total summed over the shards, from the app's /metrics (null where the Worker has none). */
+async function checkpointSaves(dev: WranglerDev): Promise<number | null> {
+  const res = await fetch(`${dev.url}/metrics`)
+  const text = await res.text()
+  if (!res.ok) return null
+  const lines = text.split('\n').filter((l) => l.startsWith('kafka_edge_checkpoint_saves_total{'))
+  return lines.length === 0 ? null : lines.reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0)
+}
+
 /** The V8 sampler's requested interval (µs) for the isolate profiles. */
 const PROFILE_INTERVAL_US = 100
 
@@ -117,6 +138,7 @@ function perRequestResults(r: PerRequest): BenchResult[] {
     { impl: r.impl, metric: 'time to answer p50', unit: 'ms', value: r.p50Ms },
     { impl: r.impl, metric: 'time to answer p99', unit: 'ms', value: r.p99Ms },
   ]
+  if (r.checkpointSavesPerRequest !== undefined) out.push({ impl: r.impl, metric: 'checkpoint saves per 100-event POST', unit: 'saves', value: r.checkpointSavesPerRequest })
   if (r.isolate) {
     const i = r.isolate
     out.push(
@@ -218,6 +240,13 @@ export default async function main(args: string[]): Promise<void> {
           results.push({ impl: one.impl, metric: 'workerd CPU per 1-event POST', unit: 'ms', value: one.cpuMsPerRequest })
         }
         results.push(...perRequestResults(r))
+        if (mode === 'durable') {
+          // Paced at 25 POSTs/s: the object's producer drains between requests, as at a moderate rate in
+          // production; back-to-back POSTs (above) overlap the previous one's produce instead.
+          const paced = await perRequest(`kafka-edge-${mode}, 25 POSTs/s`, dev, '/events', Math.min(requests, 100), backlogEmpty(dev), 100, false, 40)
+          console.log(JSON.stringify(paced))
+          results.push(...perRequestResults(paced).filter((x) => !x.metric.includes('dev proxy') && !x.metric.includes('main thread') && !x.metric.includes('V8 threads')))
+        }
       } finally { await dev.stop() }
     }
     ensurePeers()

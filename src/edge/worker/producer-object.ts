@@ -148,7 +148,7 @@ export class KafkaProducerObject {
   private readonly startedMs = Date.now()
   /** When the current accepted_ids generation began (accepted_window). */
   private idsSince: number
-  private readonly stats = { accepted: 0, produced: 0, rejected: 0, relabelled: 0, retriedIds: 0, latencySum: 0, latencyCount: 0, rounds: 0 }
+  private readonly stats = { accepted: 0, produced: 0, rejected: 0, relabelled: 0, retriedIds: 0, latencySum: 0, latencyCount: 0, saves: 0 }
 
   constructor(ctx: DurableObjectState, env: Env) {
     this.ctx = ctx
@@ -424,6 +424,7 @@ export class KafkaProducerObject {
             this.resumedRows = left > 0
           }
         })
+        this.stats.saves++
         this.acked.clear()
         for (const f of complete) { this.flights.delete(f.seq); this.backlogCount -= f.records.length - f.savedDone }
         for (const f of partial) { this.backlogCount -= f.acked - f.savedDone; f.savedDone = f.acked }
@@ -467,7 +468,7 @@ export class KafkaProducerObject {
 
   private async alarmRound(): Promise<void> {
     await this.pump()
-    if (this.backlogCounts().count > 0) await this.ctx.storage.setAlarm(Date.now() + 1000)
+    if (this.unacknowledged() > 0) await this.ctx.storage.setAlarm(Date.now() + 1000)
   }
 
   /** Deletes these rows (stored: their sizes are known, so nothing is read back to count them). */
@@ -496,6 +497,16 @@ export class KafkaProducerObject {
       this.backlogBytes = all.bytes
     }
     return { count: this.backlogCount, bytes: this.backlogBytes }
+  }
+
+  /**
+   * Stored events Kafka has not acknowledged: the backlog less the acknowledged ones whose rows leave
+   * with the next checkpoint save (the one that drops their batches, at most REMOVAL_SAVE_DELAY_MS away).
+   */
+  private unacknowledged(): number {
+    let saving = this.acked.size
+    for (const f of this.flights.values()) saving += f.acked - f.savedDone
+    return this.backlogCounts().count - saving
   }
 
   /** When the oldest stored row was accepted (for /metrics only: one query). */
@@ -681,7 +692,6 @@ export class KafkaProducerObject {
       const rows = listed.filter((r, i) => (bytes += r.size) <= ROUND_BYTES || i === 0)
       const flights = this.takeRequests(ROUND - rows.length, ROUND_BYTES - bytes)
       if (rows.length === 0 && flights.length === 0) break
-      this.stats.rounds++
       if (rows.length > 0) this.sql.exec('UPDATE events SET state = ? WHERE seq IN (SELECT value FROM json_each(?))', HANDED, JSON.stringify(rows.map((r) => r.seq)))
       const sends = rows.map((r) => this.send(producer, r, r.state === WAITING_MAYBE_WRITTEN).then(
         () => {
@@ -710,7 +720,10 @@ export class KafkaProducerObject {
       if (failed.length > 0) this.unpackFailed(failed)
       if (settled.some((s) => s.status === 'rejected')) break
     }
-    await producer.flush()
+    // No flush() here: it would save the acknowledged batches' removal at once, a second checkpoint
+    // save per request. Left to the checkpointer, that removal joins the save the next batch needs
+    // (or its own, REMOVAL_SAVE_DELAY_MS later); until then a restart only resends batches the
+    // broker already has, under their old sequence numbers, and it drops them as duplicates.
   }
 
   private produced(acceptedAt: number): void {
@@ -863,7 +876,6 @@ export class KafkaProducerObject {
 
   private status() {
     const state = this.producer?.state
-    const backlog = this.backlogCounts()
     return {
       mode: this.mode(),
       producer: this.producer ? 'open' : 'idle',
@@ -872,7 +884,7 @@ export class KafkaProducerObject {
       // What the producer did with the checkpoint it found: none, resumed or relabelled, and how many batches.
       resumed: this.producer?.resumeOutcome ?? null,
       connectionsOpened: this.connectionsOpened,
-      backlog: backlog.count,
+      backlog: this.unacknowledged(),
       // The protocol only, never the credentials: enough to tell whether a deploy picked up its config.
       securityProtocol: this.env.KAFKA_SECURITY_PROTOCOL?.trim().toUpperCase() || 'PLAINTEXT',
     }
@@ -880,7 +892,7 @@ export class KafkaProducerObject {
 
   /** This object's samples; the app renders every shard's into one Prometheus text page. */
   private metricSamples(): MetricSample[] {
-    const b = { ...this.backlogCounts(), oldest: this.oldestAcceptedAt() }
+    const b = { count: this.unacknowledged(), oldest: this.oldestAcceptedAt() }
     const s = this.stats
     const samples: MetricSample[] = [
       { name: 'kafka_edge_backlog_events', type: 'gauge', help: 'events stored and not yet acknowledged by Kafka', value: b.count },
@@ -891,6 +903,7 @@ export class KafkaProducerObject {
       { name: 'kafka_edge_events_retried_ids_total', type: 'counter', help: 'events whose id was accepted before (a client retry): answered, not stored', value: s.retriedIds },
       { name: 'kafka_edge_events_relabelled_total', type: 'counter', help: 'events resent with the possible-duplicate header', value: s.relabelled },
       { name: 'kafka_edge_produce_latency_seconds', type: 'summary', help: 'from accept to Kafka acknowledgement', value: s.latencySum / 1000, count: s.latencyCount },
+      { name: 'kafka_edge_checkpoint_saves_total', type: 'counter', help: 'checkpoint saves (one SQLite transaction each)', value: s.saves },
       { name: 'kafka_edge_connections_opened_total', type: 'counter', help: 'broker connections opened', value: this.connectionsOpened },
     ]
     for (const [k, v] of Object.entries(this.producer?.metrics() ?? {})) {
