@@ -62,7 +62,7 @@ export function parseTelemetry(body: string, limits: TelemetryLimits = DEFAULT_L
   if (events.length > limits.maxEvents) throw new TelemetryInputError(413, `${events.length} events in one request; at most ${limits.maxEvents} are accepted, split the batch`)
   const seen = new Set<string>()
   return events.map((e, i) => {
-    const r = validateEvent(e, Array.isArray(parsed) ? `event[${i}]` : 'event', limits, now, newId)
+    const r = validateEvent(e, Array.isArray(parsed) ? i : -1, limits, now, newId)
     if (seen.has(r.id)) throw new TelemetryInputError(400, `event[${i}]: id ${JSON.stringify(r.id)} appears twice in the request`)
     seen.add(r.id)
     return r
@@ -70,38 +70,43 @@ export function parseTelemetry(body: string, limits: TelemetryLimits = DEFAULT_L
 }
 
 // Module-level rather than a closure per event: a bundler's keepNames (wrangler's default) wraps
-// every named closure in a call that sets its name, once per event.
-const bad = (where: string, msg: string) => new TelemetryInputError(400, `${where}: ${msg}`)
+// every named closure in a call that sets its name, once per event. The event's place is formatted
+// only for an error (`at` is its index in the array, -1 for a body of one event).
+const where = (at: number) => (at < 0 ? 'event' : `event[${at}]`)
+const bad = (at: number, msg: string) => new TelemetryInputError(400, `${where(at)}: ${msg}`)
 
-function validateEvent(e: unknown, where: string, limits: TelemetryLimits, now: number, newId: () => string): TelemetryRecord {
+function validateEvent(e: unknown, at: number, limits: TelemetryLimits, now: number, newId: () => string): TelemetryRecord {
   if (e === null || typeof e !== 'object' || Array.isArray(e)) {
-    throw bad(where, `must be an object like {"type": "page_view", "data": {...}}, got ${e === null ? 'null' : Array.isArray(e) ? 'an array' : typeof e}`)
+    throw bad(at, `must be an object like {"type": "page_view", "data": {...}}, got ${e === null ? 'null' : Array.isArray(e) ? 'an array' : typeof e}`)
   }
   const ev = e as Record<string, unknown>
-  for (const k of Object.keys(ev)) if (!FIELDS.has(k)) throw bad(where, `unknown field ${JSON.stringify(k)}; allowed: ${[...FIELDS].join(', ')} (put custom fields under "data")`)
-  if (typeof ev.type !== 'string' || !TYPE.test(ev.type)) throw bad(where, `"type" is required: 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(ev.type)}`)
+  for (const k of Object.keys(ev)) if (!FIELDS.has(k)) throw bad(at, `unknown field ${JSON.stringify(k)}; allowed: ${[...FIELDS].join(', ')} (put custom fields under "data")`)
+  if (typeof ev.type !== 'string' || !TYPE.test(ev.type)) throw bad(at, `"type" is required: 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(ev.type)}`)
   let id: string
   if (ev.id === undefined) id = newId()
   else if (typeof ev.id === 'string' && ev.id.length >= 1 && ev.id.length <= 128) id = ev.id
-  else throw bad(where, `"id" must be a string of 1-128 characters, got ${JSON.stringify(ev.id)}`)
+  else throw bad(at, `"id" must be a string of 1-128 characters, got ${JSON.stringify(ev.id)}`)
   let key: string | null = null
   if (ev.key !== undefined && ev.key !== null) {
-    if (typeof ev.key !== 'string' || ev.key.length > 256) throw bad(where, `"key" must be a string of at most 256 characters`)
+    if (typeof ev.key !== 'string' || ev.key.length > 256) throw bad(at, `"key" must be a string of at most 256 characters`)
     key = ev.key
   }
   let timestamp = now
   if (ev.timestamp !== undefined) {
     const t = typeof ev.timestamp === 'number' ? ev.timestamp : typeof ev.timestamp === 'string' ? Date.parse(ev.timestamp) : NaN
     if (!Number.isInteger(t) || t < MIN_TS || t > MAX_TS) {
-      throw bad(where, `"timestamp" must be integer ms since the epoch or an ISO-8601 string between 2000 and 9999, got ${JSON.stringify(ev.timestamp)}`)
+      throw bad(at, `"timestamp" must be integer ms since the epoch or an ISO-8601 string between 2000 and 9999, got ${JSON.stringify(ev.timestamp)}`)
     }
     timestamp = t
   }
-  const value = JSON.stringify({ id, type: ev.type, timestamp, ...(key !== null ? { key } : {}), ...(ev.data !== undefined ? { data: ev.data } : {}) })
+  const normalized: { id: string; type: string; timestamp: number; key?: string; data?: unknown } = { id, type: ev.type, timestamp }
+  if (key !== null) normalized.key = key
+  if (ev.data !== undefined) normalized.data = ev.data
+  const value = JSON.stringify(normalized)
   // A UTF-16 code unit is at most 3 bytes of UTF-8: most events need no encoding to be counted.
   if (value.length * 3 > limits.maxEventBytes) {
     const size = utf8.encode(value).length
-    if (size > limits.maxEventBytes) throw new TelemetryInputError(413, `${where}: ${size} bytes serialized; one event may be at most ${limits.maxEventBytes} bytes`)
+    if (size > limits.maxEventBytes) throw new TelemetryInputError(413, `${where(at)}: ${size} bytes serialized; one event may be at most ${limits.maxEventBytes} bytes`)
   }
   return { id, key, value, timestamp, type: ev.type }
 }
