@@ -9,8 +9,10 @@
 //   BENCH_RECORDS (full-speed run, default 1,000,000), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 1000;
 //   0 skips the load part, for quick full-speed runs while working on the relay), BENCH_RELAY_WARMUP
 //   (full-speed runs through the relay before the measured rounds, default 1: an operator's relay
-//   runs for hours, and V8 optimizes its per-request code only after a few thousand requests; 0 measures it cold)
-import { spawn, type ChildProcess } from 'node:child_process'
+//   runs for hours, and V8 optimizes its per-request code only after a few thousand requests; 0 measures it cold),
+//   BENCH_RELAY_NODE (the Node binary that runs the relay, here and in `bench -- relay-cpu`; default: the bench's own),
+//   BENCH_RELAY_NODE_FLAGS (flags for it, space-separated, e.g. `--initial-old-space-size=64`: docs/relay.md#production)
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -26,6 +28,9 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const VALUE_BYTES = 100
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 1000)
 const RELAY_WARMUP = Number(process.env.BENCH_RELAY_WARMUP ?? 1)
+export const RELAY_NODE = process.env.BENCH_RELAY_NODE ?? process.execPath
+export const RELAY_NODE_FLAGS = (process.env.BENCH_RELAY_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean)
+export const relayNodeVersion = () => [spawnSync(RELAY_NODE, ['--version'], { encoding: 'utf8' }).stdout.trim(), ...RELAY_NODE_FLAGS].join(' ')
 
 export interface Relay { child: ChildProcess; url: string; http: string; pid: number }
 
@@ -45,7 +50,7 @@ export async function startRelayProcess(cluster: Cluster, limits: Record<string,
   }))
   // BENCH_RELAY_PROFILE=<dir>: the relay writes a V8 CPU profile there when it exits.
   const profile = process.env.BENCH_RELAY_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_RELAY_PROFILE] : []
-  const child = spawn(process.execPath, [...profile, 'bin/kafka-edge.js', 'bridge', '--config', config], {
+  const child = spawn(RELAY_NODE, [...RELAY_NODE_FLAGS, ...profile, 'bin/kafka-edge.js', 'bridge', '--config', config], {
     env: { ...process.env, KAFKA_EDGE_BRIDGE_SECRET: SECRET, BENCH_SASL_PASSWORD: 'relay-secret' },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
@@ -188,7 +193,8 @@ export default async function bridge(): Promise<void> {
       latencyRounds: added.map((x) => ({ direct: x.direct, relay: x.relay, addedP50: x.p50, addedP99: x.p99, relayCpuUsPerRecord: x.relayCpuUsPerRecord })),
       relayWarmup: `${RELAY_WARMUP} full-speed run(s) through the relay before the measured rounds, not counted`,
       loadConnections: CONNECTIONS, relay: 'separate process, SCRAM-SHA-512 to the SASL listener; direct = PLAINTEXT listener of the same broker',
-      node: (await import('node:child_process')).spawnSync(peers.NODE22, ['--version'], { encoding: 'utf8' }).stdout.trim(),
+      node: spawnSync(peers.NODE22, ['--version'], { encoding: 'utf8' }).stdout.trim(),
+      relayNode: relayNodeVersion(),
       loadAverage: { before: loadBefore, after: loadavg() },
     }, results))
     console.log(`wrote ${file}`)

@@ -22,7 +22,7 @@ import { join } from 'node:path'
 import WebSocket from 'ws'
 import { signToken } from '../src/bridge/token.js'
 import { Produce, encodeRequest, encodeResponse } from '../src/edge/protocol/index.js'
-import { SECRET, cpuMs } from './bridge.js'
+import { RELAY_NODE, RELAY_NODE_FLAGS, SECRET, cpuMs, relayNodeVersion } from './bridge.js'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
 
 const VERSION = 11
@@ -70,8 +70,8 @@ async function startRelay(brokerPort: number, callgrindOut?: string): Promise<{ 
   const env = { ...process.env, KAFKA_EDGE_BRIDGE_SECRET: SECRET }
   // --predictable: V8's background threads off, so two runs count the same instructions.
   const child = callgrindOut
-    ? spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${callgrindOut}`, process.execPath, '--predictable', ...argv], { env, stdio: ['ignore', 'pipe', 'ignore'] })
-    : spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'inherit'] })
+    ? spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${callgrindOut}`, RELAY_NODE, ...RELAY_NODE_FLAGS, '--predictable', ...argv], { env, stdio: ['ignore', 'pipe', 'ignore'] })
+    : spawn(RELAY_NODE, [...RELAY_NODE_FLAGS, ...argv], { env, stdio: ['ignore', 'pipe', 'inherit'] })
   const url = await new Promise<string>((resolve, reject) => {
     let buf = ''
     child.stdout!.on('data', (d: Buffer) => {
@@ -190,7 +190,7 @@ export default async function relayCpu(): Promise<void> {
     }
     printTable(results, 'relay-saturated')
     const file = writeReport(report('relay-cpu', {
-      relay: BIN, request: `Produce v${VERSION}, ${PARTITIONS} partitions of ${BATCH_BYTES} B batches, ${saturated.frameBytes} B framed, acks=-1`,
+      relay: BIN, relayNode: relayNodeVersion(), request: `Produce v${VERSION}, ${PARTITIONS} partitions of ${BATCH_BYTES} B batches, ${saturated.frameBytes} B framed, acks=-1`,
       saturated: '5 requests in flight, 5,000 requests per round, best of 3 rounds after 2,000 warm-up', paced: `${RATE} requests/s, 1,000 per round, best of 2 after 300 warm-up`,
       ...(process.env.BENCH_CALLGRIND === '1' ? { callgrind: `saturated: 1,200 minus 200 requests; paced at ${CALLGRIND_RATE}/s: 600 minus 100; ${CALLGRIND_WARMUP} warm-up requests in each run` } : {}),
       loadAverage: { before: loadBefore, saturated: saturated.load, paced: paced.load, after: loadavg() },

@@ -68,7 +68,9 @@ interface PerRequest {
 }
 
 /** `paceMs`: each POST starts that long after the previous one started (0: right after its answer). */
-async function perRequest(impl: string, dev: WranglerDev, path: string, requests: number, drained: () => Promise<boolean>, events = 100, profile = false, paceMs = 0): Promise<PerRequest> {
+async function perRequest(
+  impl: string, dev: WranglerDev, path: string, requests: number, drained: () => Promise<boolean>, events = 100, profile = false, paceMs = 0,
+): Promise<PerRequest> {
   const body = (r: number) => JSON.stringify(Array.from({ length: events }, (_, i) => ({ type: 'bench', id: `${impl}-${events}-${r}-${i}`, key: `user-${i % 20}`, data: { r, i, path: '/some/page' } })))
   const post = (r: number) => fetch(`${dev.url}${path}`, { method: 'POST', body: body(r), headers: { 'content-type': 'application/json' } })
   const ok = (status: number) => status === 202 || status === 200 || (path === '/no-such-route' && status === 404)
