@@ -720,8 +720,8 @@ export class KafkaProducerObject {
       if (failed.length > 0) this.unpackFailed(failed)
       if (settled.some((s) => s.status === 'rejected')) break
     }
-    // No flush() here: it would save the acknowledged batches' removal at once, a second checkpoint
-    // save per request. Left to the checkpointer, that removal joins the save the next batch needs
+    // No flush() here: it would save the acknowledged batches' removal at once, a checkpoint save of
+    // its own each time the pump runs dry (at a moderate request rate, once per request). Left to the checkpointer, that removal joins the save the next batch needs
     // (or its own, REMOVAL_SAVE_DELAY_MS later); until then a restart only resends batches the
     // broker already has, under their old sequence numbers, and it drops them as duplicates.
   }
