@@ -4,14 +4,13 @@
 // started on the port the Worker was given) and the backlog drains into the topic exactly once.
 import { afterAll, expect, it } from 'vitest'
 import { createTopic, ensureCluster, readTopic, stopCluster, uniqueTopic } from '../helpers/kafka.js'
-import { startWrangler, type WranglerDev } from './wrangler.js'
+import { shardMetric, startWrangler, type WranglerDev } from './wrangler.js'
 import * as harness from '../../scripts/kafka/kafka.mjs'
 
 let dev: WranglerDev | undefined
 afterAll(async () => { await dev?.stop() })
 
 const post = (events: object[]) => fetch(`${dev!.url}/events`, { method: 'POST', body: JSON.stringify(events), headers: { 'content-type': 'application/json' } })
-const metric = (text: string, name: string) => Number(new RegExp(`^${name}\\{shard="0"\\} (\\S+)$`, 'm').exec(text)?.[1])
 
 it('stores while Kafka is away, refuses past MAX_BACKLOG with 429 + Retry-After, ignores resent ids, and drains once Kafka is back', async () => {
   // A cluster on a fixed port block that is not started yet: the Worker points at where it will be.
@@ -38,11 +37,11 @@ it('stores while Kafka is away, refuses past MAX_BACKLOG with 429 + Retry-After,
 
   await new Promise((r) => setTimeout(r, 1500))
   const text = await (await fetch(`${dev.url}/metrics`)).text()
-  expect(metric(text, 'kafka_edge_backlog_events')).toBe(50)
-  expect(metric(text, 'kafka_edge_oldest_event_age_seconds')).toBeGreaterThan(1)
-  expect(metric(text, 'kafka_edge_events_rejected_total')).toBe(30)
-  expect(metric(text, 'kafka_edge_events_retried_ids_total')).toBe(30)
-  expect(metric(text, 'kafka_edge_events_produced_total')).toBe(0)
+  expect(shardMetric(text, 'kafka_edge_backlog_events')).toBe(50)
+  expect(shardMetric(text, 'kafka_edge_oldest_event_age_seconds')).toBeGreaterThan(1)
+  expect(shardMetric(text, 'kafka_edge_events_rejected_total')).toBe(30)
+  expect(shardMetric(text, 'kafka_edge_events_retried_ids_total')).toBe(30)
+  expect(shardMetric(text, 'kafka_edge_events_produced_total')).toBe(0)
 
   const cluster = await harness.up({ name, basePort, owner: process.env.KAFKA_EDGE_RUN_ID })
   try {

@@ -8,7 +8,7 @@
 // split turned off), so this shows that the split rows deliver exactly once, not the limit itself.
 import { afterAll, expect, it } from 'vitest'
 import { bs, createTopic, ensureCluster, readTopic, uniqueTopic } from '../helpers/kafka.js'
-import { startWrangler, type WranglerDev } from './wrangler.js'
+import { shardMetric, startWrangler, type WranglerDev } from './wrangler.js'
 
 let dev: WranglerDev | undefined
 afterAll(async () => { await dev?.stop() })
@@ -43,7 +43,7 @@ it('a request too long for one storage row is stored in several and produced exa
   expect(metrics).toMatch(/^kafka_edge_events_retried_ids_total\{shard="0"\} 16$/m)
   // The batches were saved before they went out and dropped by a later save (the removal waits up to
   // 50 ms for company, and none comes here): two saves at least, the second after the backlog read 0.
-  const saves = async () => Number(/^kafka_edge_checkpoint_saves_total\{shard="0"\} (\d+)$/m.exec(await (await fetch(`${dev!.url}/metrics`)).text())?.[1])
+  const saves = async () => shardMetric(await (await fetch(`${dev!.url}/metrics`)).text(), 'kafka_edge_checkpoint_saves_total')
   await expect.poll(saves, { timeout: 5000 }).toBeGreaterThanOrEqual(2)
 }, 180_000)
 

@@ -9,6 +9,9 @@ import { fileURLToPath } from 'node:url'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
+/** One shard's sample of a metric in the telemetry Worker's /metrics text (NaN when it is absent). */
+export const shardMetric = (text: string, name: string, shard = 0) => Number(new RegExp(`^${name}\\{shard="${shard}"\\} (\\S+)$`, 'm').exec(text)?.[1])
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = net.createServer()
