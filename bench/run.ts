@@ -53,6 +53,14 @@ function clustersOf(id: string): string[] {
   })
 }
 
+// A fresh clone has neither the WASM cores the children load (build/) nor the compiled package some
+// suites import (dist/): build them once rather than fail inside a suite with ENOENT.
+if (!existsSync(join(here, '..', 'build', 'core.wasm')) || !existsSync(join(here, '..', 'dist', 'edge', 'index.js'))) {
+  console.log('build/ or dist/ is missing: running `npm run build` first')
+  const b = spawnSync('npm', ['run', 'build'], { stdio: 'inherit', cwd: join(here, '..') })
+  if (b.status !== 0) process.exit(b.status ?? 1)
+}
+
 process.once('exit', stopClusters)
 for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
   process.once(sig, () => { stopClusters(); process.exit(code) })
