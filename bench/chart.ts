@@ -29,10 +29,12 @@ const fmt = (v: number) => (v >= 1000 ? Math.round(v).toLocaleString('en-US') : 
 
 /** "2 x AMD EPYC, Node v22.x; load average 1.2 -> 2.3; 2026-12-01" */
 function footer(r: BenchReport): string {
-  const cfg = r.config as { loadAverage?: { before: number[] | number; after: number[] | number }; versions?: Record<string, string | null> }
+  const cfg = r.config as { loadAverage?: { before: number[] | number; after: number[] | number }; versions?: Record<string, string | null>; node?: string; relayNode?: string }
   const la = cfg.loadAverage
   const one = (x: number[] | number | undefined) => (Array.isArray(x) ? x[0] : x)
-  const versions = cfg.versions ? Object.entries(cfg.versions).filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(', ') : `node ${r.machine.node}`
+  // The bridge suite's producers and relay run under Nodes of their own, not the bench's.
+  const versions = cfg.versions ? Object.entries(cfg.versions).filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(', ')
+    : cfg.relayNode ? `producers on node ${cfg.node ?? r.machine.node}, relay on node ${cfg.relayNode}` : `node ${r.machine.node}`
   return `${r.machine.cpus} x ${r.machine.cpu ?? 'cpu'} (shared); ${versions}; load average (1 min) ${la ? `${one(la.before)?.toFixed(2)} -> ${one(la.after)?.toFixed(2)}` : 'n/a'}; ${r.when.slice(0, 16).replace('T', ' ')} UTC`
 }
 
