@@ -27,6 +27,7 @@ import { ensurePeers, PEERS_DIR, ROOT } from './peers.js'
 import { printTable, report, workerdCpu, workerdCpuMs, writeReport, type BenchResult } from './lib.js'
 import { Inspector, summarize, type IsolateProfile } from './inspector.js'
 import { telemetryApp } from '../src/edge/worker/app.js'
+import { decodeRecords, encodeRecords, parseTelemetry } from '../src/edge/worker/validate.js'
 import type { DurableObjectNamespace, Env } from '../src/edge/worker/env.js'
 
 /**
@@ -48,6 +49,30 @@ async function handlerCpu(requests: number): Promise<number> {
   for (let r = 0; r < requests; r++) await (await post(r)).arrayBuffer()
   const c = process.cpuUsage(c0)
   return (c.user + c.system) / 1000 / requests
+}
+
+/**
+ * What the hop from the app to its object costs the events of one 100-event request, in V8 under
+ * Node: the app's encode plus the object's decode, in the stored line form (validate.ts
+ * encodeRecords / decodeRecords) and in the JSON array of records it replaced. µs per request, and
+ * the stored text's length.
+ */
+function storedFormCpu(rounds: number): Record<'lines' | 'json', { us: number; chars: number }> {
+  const records = parseTelemetry(JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ type: 'bench', id: `kafka-edge-durable-100-7-${i}`, key: `user-${i % 20}`, data: { r: 7, i, path: '/some/page' } }))))
+  const forms = { lines: () => decodeRecords(encodeRecords(records)).length, json: () => (JSON.parse(JSON.stringify(records)) as unknown[]).length }
+  const out = {} as Record<'lines' | 'json', { us: number; chars: number }>
+  for (const pass of [0, 1]) {
+    for (const [name, f] of Object.entries(forms) as Array<['lines' | 'json', () => number]>) {
+      let n = 0
+      for (let i = 0; i < rounds / 4; i++) n += f()
+      const c0 = process.cpuUsage()
+      for (let i = 0; i < rounds; i++) n += f()
+      const c = process.cpuUsage(c0)
+      if (n !== 125 * rounds) throw new Error(`stored form ${name} lost records`)
+      if (pass === 1) out[name] = { us: (c.user + c.system) / rounds, chars: name === 'lines' ? encodeRecords(records).length : JSON.stringify(records).length }
+    }
+  }
+  return out
 }
 
 const arg = (args: string[], name: string, d: number) => {
@@ -213,6 +238,13 @@ export default async function main(args: string[]): Promise<void> {
   const handler = await handlerCpu(2000)
   console.log(`app handler, 100-event POST, Node V8, objects stubbed: ${handler.toFixed(3)} ms CPU`)
   results.push({ impl: 'kafka-edge app handler (V8 in Node, objects stubbed)', metric: 'CPU per 100-event POST', unit: 'ms', value: handler })
+  const stored = storedFormCpu(20_000)
+  console.log(`a 100-event request's events, app encode + object decode, Node V8: lines ${stored.lines.us.toFixed(1)} µs (${stored.lines.chars} chars), JSON array ${stored.json.us.toFixed(1)} µs (${stored.json.chars} chars)`)
+  for (const [form, v] of Object.entries(stored)) {
+    const impl = `kafka-edge app-to-object hop, ${form === 'lines' ? 'lines (stored form)' : 'JSON array (earlier form)'}`
+    results.push({ impl, metric: 'CPU per 100-event request (encode + decode, V8 in Node)', unit: 'µs', value: v.us })
+    results.push({ impl, metric: 'stored characters per 100-event request', unit: 'chars', value: v.chars })
+  }
   if (args.includes('--handler-only')) { printTable(results, results[0]!.impl); return }
   const single: Cluster = await ensureCluster({ name: 'bench-worker' })
   try {

@@ -61,6 +61,14 @@ export class ProducerObject extends KafkaProducerObject {
       sql.exec('DROP TABLE accepted_window')
       sql.exec('ALTER TABLE accepted_ids_rowid RENAME TO accepted_ids')
       sql.exec('CREATE INDEX accepted_ids_at ON accepted_ids (at)')
+      // The earlier code stored a request's events as a JSON array of records, not as lines.
+      for (const r of sql.exec('SELECT seq, body FROM requests').toArray()) {
+        const events = String(r.body).split('\\n').map((line) => {
+          const [id, key, timestamp, type, ...value] = line.split('\\t')
+          return { id: JSON.parse(id!), key: key ? JSON.parse(key) : null, value: value.join('\\t'), timestamp: Number(timestamp), type }
+        })
+        sql.exec('UPDATE requests SET body = ? WHERE seq = ?', JSON.stringify(events), r.seq)
+      }
       // The earlier one row per event: handed to the producer (1) up to the head's mark, else waiting (0).
       sql.exec(\`INSERT INTO events (id, key, value, ts, type, state, accepted_at)
         SELECT e.value ->> 'id', e.value ->> 'key', e.value ->> 'value', e.value ->> 'timestamp', e.value ->> 'type', CASE WHEN r.seq <= ? THEN 1 ELSE 0 END, r.accepted_at

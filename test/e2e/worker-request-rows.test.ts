@@ -1,17 +1,23 @@
 // How the durable accept's one-row-per-request storage copes with requests that do not fit it whole.
 //
-// A request whose JSON, as the app hands it to the object, is longer than one
+// A request whose events, as the app hands them to the object, are longer than one
 // requests row may hold (a deployed Durable Object's row holds 2 MB): its events are stored in
-// several rows and each reaches Kafka once, in order per key. Quotes in the data double the JSON at
-// each level of escaping, so a body under the 1 MiB limit becomes about 2.1 million characters for
-// the object. wrangler dev's local SQLite stores such a row whole (the same test passes with the
+// several rows and each reaches Kafka once, in order per key. Quotes in the data double the event's
+// JSON, so a body just under the 1 MiB limit is about 1.04 million characters for the object, over
+// the 600,000 of a row. wrangler dev's local SQLite stores such a row whole (the same test passes with the
 // split turned off), so this shows that the split rows deliver exactly once, not the limit itself.
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
 import { afterAll, expect, it } from 'vitest'
 import { bs, createTopic, ensureCluster, readTopic, uniqueTopic } from '../helpers/kafka.js'
-import { shardMetric, startWrangler, type WranglerDev } from './wrangler.js'
+import { shardMetric, snapshotWorker, startWrangler, type WranglerDev } from './wrangler.js'
 
 let dev: WranglerDev | undefined
-afterAll(async () => { await dev?.stop() })
+let project: string | undefined
+afterAll(async () => {
+  await dev?.stop()
+  if (project) rmSync(project, { recursive: true, force: true })
+})
 
 const health = async () => (await (await fetch(`${dev!.url}/healthz`)).json()) as { backlog: number }
 
@@ -67,4 +73,66 @@ it('a request with an event the producer refuses: the others are produced once, 
   expect((await health()).backlog).toBe(1)
   const again = await readTopic(cluster, topic, { expected: 9, isolation: 'read_uncommitted', timeoutMs: 10_000 })
   expect(again.length).toBe(9)
+}, 180_000)
+
+/**
+ * The repository's Worker plus POST /previous, which hands shard 0 a request as the app before the
+ * line form did: the ids line, then the records as a JSON array. The object stores it as it came,
+ * as rows stored before a deploy are.
+ */
+function projectWithPreviousApp(): string {
+  const { dir } = snapshotWorker()
+  writeFileSync(path.join(dir, 'worker', 'previous.ts'), `
+import { KafkaProducerObject, telemetryApp, type Env } from 'kafka-edge/worker'
+export class ProducerObject extends KafkaProducerObject {}
+const app = telemetryApp()
+export default {
+  async fetch(req: Request, env: Env & { PRODUCER: any }, ctx: unknown) {
+    if (new URL(req.url).pathname !== '/previous') return app.fetch(req, env, ctx as never)
+    const records = (await req.json() as Array<{ id: string; key: string | null; type: string }>).map((e) => ({ ...e, value: JSON.stringify(e), timestamp: 1760000000000 }))
+    const body = JSON.stringify(records.map((r) => r.id)) + '\\n' + JSON.stringify(records)
+    return env.PRODUCER.get(env.PRODUCER.idFromName('telemetry-shard-0')).fetch('https://producer/accept', { method: 'POST', body, headers: { 'content-type': 'text/plain' } })
+  },
+}
+`)
+  const toml = path.join(dir, 'wrangler.toml')
+  writeFileSync(toml, readFileSync(toml, 'utf8').replace(/^main = .*$/m, 'main = "worker/previous.ts"'))
+  return dir
+}
+
+// Requests stored by the code before the line form hold their events as a JSON array: an object of
+// the current code produces them (beside requests in the line form) once each, with their keys,
+// values, timestamps and headers, ids and keys that need escaping included.
+it('requests rows in the earlier JSON form are produced once, beside rows in the line form', async () => {
+  await dev?.stop()
+  const cluster = await ensureCluster()
+  const topic = uniqueTopic('telemetry-rowform')
+  await createTopic(cluster, topic, { partitions: 2 })
+  project = projectWithPreviousApp()
+  dev = await startWrangler({ KAFKA_BOOTSTRAP: bs(cluster), TELEMETRY_TOPIC: topic, SHARDS: '1' }, { project })
+  const earlier = Array.from({ length: 6 }, (_, i) => ({ type: 'rowform', id: `earlier-${i}\t"q"`, key: i % 3 === 0 ? null : `k\n${i % 2}` }))
+  const current = Array.from({ length: 6 }, (_, i) => ({ type: 'rowform', id: `current-${i}\\`, key: `k\n${i % 2}`, data: { tab: '\t', nl: '\n' } }))
+  const post = (route: string, events: object[]) => fetch(`${dev!.url}${route}`, { method: 'POST', body: JSON.stringify(events), headers: { 'content-type': 'application/json' } })
+  expect((await post('/previous', earlier.slice(0, 3))).status).toBe(202)
+  expect((await post('/events', current.slice(0, 3))).status).toBe(202)
+  expect((await post('/previous', earlier.slice(3))).status).toBe(202)
+  expect((await post('/events', current.slice(3))).status).toBe(202)
+
+  const records = await readTopic(cluster, topic, { expected: 12, isolation: 'read_uncommitted', timeoutMs: 60_000 })
+  expect(records.length).toBe(12)
+  const text = (b: Uint8Array | null | undefined) => (b ? new TextDecoder().decode(b) : null)
+  const byId = new Map(records.map((r) => [text(r.headers!.find((h) => h.key === 'event-id')!.value), r]))
+  expect([...byId.keys()].sort()).toEqual([...earlier, ...current].map((e) => e.id).sort())
+  for (const e of earlier) {
+    const r = byId.get(e.id)!
+    expect(text(r.key)).toBe(e.key)
+    expect(JSON.parse(text(r.value)!)).toEqual(e)
+    expect(r.timestamp).toBe(1760000000000)
+    expect(text(r.headers!.find((h) => h.key === 'event-type')!.value)).toBe('rowform')
+  }
+  for (const e of current) {
+    const r = byId.get(e.id)!
+    expect(text(r.key)).toBe(e.key)
+    expect(JSON.parse(text(r.value)!)).toMatchObject({ id: e.id, key: e.key, type: 'rowform', data: e.data })
+  }
 }, 180_000)

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest'
 import { partitionForKey } from '../../src/edge/index.js'
 import { SHARD_PREFIX, shardOf, telemetryApp } from '../../src/edge/worker/app.js'
+import { decodeRecords } from '../../src/edge/worker/validate.js'
 import type { DurableObjectNamespace, Env } from '../../src/edge/worker/env.js'
 import { batchRowKey, checkpointFromJson, checkpointHead, prometheus } from '../../src/edge/worker/settings.js'
 
@@ -83,10 +84,10 @@ function namespace(answer: (shard: number, body: unknown[]) => Response) {
     get: (id, opts) => ({
       fetch: async (input, init) => {
         const shard = id as number
-        // A durable accept's body: the ids on one line, then the events.
+        // A durable accept's body: the ids on one line, then the events; sync's: the events as JSON.
         const text = String(init?.body ?? '[]')
         const nl = text.indexOf('\n')
-        const body = JSON.parse(nl < 0 ? text : text.slice(nl + 1)) as unknown[]
+        const body = nl < 0 ? JSON.parse(text) as unknown[] : decodeRecords(text.slice(nl + 1))
         calls.push({ shard, path: new URL(String(input)).pathname, body, ids: nl < 0 ? null : JSON.parse(text.slice(0, nl)), hint: opts?.locationHint })
         return answer(shard, body)
       },

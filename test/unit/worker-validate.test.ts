@@ -1,6 +1,7 @@
 // The telemetry Worker's input validation (pure functions; the Worker itself runs in test/e2e).
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { TelemetryInputError, parseTelemetry, readBodyLimited } from '../../src/edge/worker/validate.js'
+import { TelemetryInputError, decodeRecords, encodeRecords, parseTelemetry, readBodyLimited } from '../../src/edge/worker/validate.js'
 
 const limits = { maxBodyBytes: 1000, maxEvents: 3, maxEventBytes: 200 }
 const NOW = 1_760_000_000_000
@@ -37,6 +38,45 @@ describe('parseTelemetry', () => {
     expect(e).toBeInstanceOf(TelemetryInputError)
     expect(e.status).toBe(status)
     expect(e.message).toMatch(message)
+  })
+})
+
+describe('the stored form of a request\'s events (encodeRecords / decodeRecords)', () => {
+  // Ids and keys may hold anything a JSON string can (tabs, newlines, quotes, backslashes, lone
+  // surrogates); values are what validateEvent makes of any JSON data.
+  const text = fc.oneof(fc.string({ unit: 'binary' }), fc.constantFrom('\t', '\n', '\\', '"', '\\t', '\ud800', 'a\tb\nc'))
+  const record = fc.record({
+    id: text.filter((s) => s.length > 0),
+    key: fc.option(text, { nil: null }),
+    timestamp: fc.integer({ min: 946684800000, max: 253402300799999 }),
+    type: fc.stringMatching(/^[A-Za-z0-9_.:/-]{1,100}$/),
+    data: fc.jsonValue(),
+  }).map(({ id, key, timestamp, type, data }) => parseTelemetry(JSON.stringify({ id, key, timestamp, type, data }), { maxBodyBytes: 1 << 20, maxEvents: 1000, maxEventBytes: 1 << 20 })[0]!)
+
+  it('gives back every record as it was, whatever its ids, keys and values hold', () => {
+    fc.assert(fc.property(fc.array(record, { minLength: 1, maxLength: 20 }), (records) => {
+      expect(decodeRecords(encodeRecords(records))).toEqual(records)
+    }), { numRuns: 500 })
+  })
+
+  it('reads the JSON array of records that rows stored by the earlier code hold', () => {
+    fc.assert(fc.property(fc.array(record, { minLength: 1, maxLength: 20 }), (records) => {
+      expect(decodeRecords(JSON.stringify(records))).toEqual(records)
+    }), { numRuns: 200 })
+  })
+
+  it('keeps one event per line and the value as its JSON, unescaped', () => {
+    const [r] = parseTelemetry('{"type":"click","id":"a\\tb","data":{"q":"say \\"hi\\""}}', limits, NOW)
+    const stored = encodeRecords([r!, { ...r!, id: 'second', key: 'k' }])
+    expect(stored.split('\n')).toEqual([
+      `"a\\tb"\t\t${NOW}\tclick\t${r!.value}`,
+      `"second"\t"k"\t${NOW}\tclick\t${r!.value}`,
+    ])
+    expect(r!.value).toContain('say \\"hi\\"')
+  })
+
+  it('refuses a row cut short instead of inventing fields', () => {
+    expect(() => decodeRecords('"a"\t\t1\tclick')).toThrow(/corrupt: event 0 has fewer than 5 fields/)
   })
 })
 

@@ -3,7 +3,7 @@ import { murmur2 } from '../producer/partitioner.js'
 import type { DurableObjectNamespace, DurableObjectStub, Env } from './env.js'
 import { OTLP_PATHS, OtlpRequestError, authorize, bodyType, exportResponse, metadataHeaders, otlpSettings, readOtlpBody, statusResponse } from './otlp.js'
 import { prometheus, type MetricSample } from './settings.js'
-import { DEFAULT_LIMITS, TelemetryInputError, parseTelemetry, readBodyLimited, type TelemetryLimits, type TelemetryRecord } from './validate.js'
+import { DEFAULT_LIMITS, TelemetryInputError, encodeRecords, parseTelemetry, readBodyLimited, type TelemetryLimits, type TelemetryRecord } from './validate.js'
 
 /** Objects are named `${SHARD_PREFIX}${i}`; the pre-sharding single object was 'telemetry-producer'. */
 export const SHARD_PREFIX = 'telemetry-shard-'
@@ -87,12 +87,11 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     }
     const route = mode === 'sync' ? '/produce' : '/accept'
     const answers = await Promise.all([...byShard].map(async ([s, list]) => {
-      // A durable accept gets the ids on a line before the events, so the object stores the events
-      // without reading them (JSON.stringify writes no newline).
-      const events = JSON.stringify(list)
+      // A durable accept gets the ids as a JSON array on a line before the events, so the object
+      // stores the events (in encodeRecords' lines) without reading them.
       const res = await stub(s).fetch(`https://producer${route}`, mode === 'sync'
-        ? { method: 'POST', body: events, headers: { 'content-type': 'application/json' } }
-        : { method: 'POST', body: `${JSON.stringify(list.map((r) => r.id))}\n${events}`, headers: { 'content-type': 'text/plain' } })
+        ? { method: 'POST', body: JSON.stringify(list), headers: { 'content-type': 'application/json' } }
+        : { method: 'POST', body: `${JSON.stringify(list.map((r) => r.id))}\n${encodeRecords(list)}`, headers: { 'content-type': 'text/plain' } })
       const body = await res.json() as Record<string, unknown>
       // A durable accept's answer names no events (the object stores the JSON without parsing it):
       // the ids accepted or refused are the ones sent to it.

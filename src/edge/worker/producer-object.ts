@@ -10,7 +10,7 @@ import type { DurableObjectState, Env, SqlStorage, SqlValue } from './env.js'
 import { toRecords, type OtlpRecord, type Signal } from '../otlp/records.js'
 import { otlpSettings } from './otlp.js'
 import { batchRowKey, checkpointFromJson, checkpointHead, countingOpens, relayTransport, securitySettings, type MetricSample } from './settings.js'
-import type { TelemetryRecord } from './validate.js'
+import { decodeRecords, encodeRecords, type TelemetryRecord } from './validate.js'
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } })
@@ -67,12 +67,12 @@ const MAYBE_WRITTEN = 3
 
 type WaitingRequest = { seq: number; body: string; n: number; accepted_at: number }
 /**
- * The longest JSON (UTF-16 units) one requests row holds: a Durable Object's SQLite row holds at
- * most 2 MB, and a unit is at most 3 bytes of UTF-8. A longer request (escaping can make the JSON
- * sent to an object longer than the body it came in) is split into several rows.
+ * The longest text (UTF-16 units) one requests row holds: a Durable Object's SQLite row holds at
+ * most 2 MB, and a unit is at most 3 bytes of UTF-8. A longer request (escaping can make the events
+ * sent to an object longer than the body they came in) is split into several rows.
  */
 const ROW_CHARS = 600_000
-/** The most JSON of waiting requests the object keeps in memory (more stays in SQLite only). */
+/** The most text of waiting requests the object keeps in memory (more stays in SQLite only). */
 const QUEUE_BYTES = 4 << 20
 
 /** A requests row handed to the producer in this object's life, until storage no longer needs it. */
@@ -175,7 +175,7 @@ export class KafkaProducerObject {
     if (!this.sql.exec<{ name: string }>('PRAGMA table_info(checkpoint_head)').toArray().some((c) => c.name === 'handed')) {
       this.sql.exec('ALTER TABLE checkpoint_head ADD COLUMN handed INTEGER NOT NULL DEFAULT 0')
     }
-    // One row per accepted POST /events request: its events as the JSON the app sent, so accepting,
+    // One row per accepted POST /events request: its events as the app sent them, so accepting,
     // handing over and deleting them are one write each, whatever their number. Which of its events
     // Kafka acknowledged is kept in memory and, once a save drops their batches while others are
     // still unacknowledged, in done (a JSON array of their indexes). AUTOINCREMENT: seqs are never
@@ -582,9 +582,10 @@ export class KafkaProducerObject {
 
   /**
    * Durable accept of the app's validated events: the body is their ids (a JSON array of strings), a
-   * newline, and the events (a JSON array of TelemetryRecord), stored as one requests row holding
-   * the text they came in: the object parses nothing. The answer has no ids (the app has them). A
-   * body without the ids line (an app of the earlier code, during a deploy) is parsed.
+   * newline, and the events (encodeRecords' lines; from an app of the earlier code, a JSON array of
+   * TelemetryRecord, which decodeRecords reads too), stored as one requests row holding the text
+   * they came in: the object parses nothing. The answer has no ids (the app has them). A body
+   * without the ids line (an app older still, during a deploy) is parsed.
    */
   private async accept(body: string): Promise<Response> {
     const now = Date.now()
@@ -646,7 +647,7 @@ export class KafkaProducerObject {
    * others are stored (none, when all were), in rows of at most ROW_CHARS.
    */
   private acceptParsed(batch: string, now: number, count: number, max: number): { stored: number; total: number } {
-    const records = JSON.parse(batch) as TelemetryRecord[]
+    const records = decodeRecords(batch)
     const ids = JSON.stringify(records.map((r) => r.id))
     return this.ctx.storage.transactionSync(() => {
       const known = new Set(this.sql.exec<{ id: string }>(`SELECT j.value AS id FROM json_each(?) AS j WHERE EXISTS (SELECT 1 FROM accepted_ids AS a WHERE a.id = j.value)
@@ -658,15 +659,15 @@ export class KafkaProducerObject {
       let part: string[] = []
       let chars = 0
       const flush = () => {
-        if (part.length > 0) this.sql.exec('INSERT INTO requests (body, n, accepted_at) VALUES (?, ?, ?)', `[${part.join(',')}]`, part.length, now)
+        if (part.length > 0) this.sql.exec('INSERT INTO requests (body, n, accepted_at) VALUES (?, ?, ?)', part.join('\n'), part.length, now)
         part = []
         chars = 0
       }
       for (const r of fresh) {
-        const text = JSON.stringify(r)
-        if (chars + text.length + 2 > ROW_CHARS) flush()
-        part.push(text)
-        chars += text.length + 1
+        const line = encodeRecords([r])
+        if (chars + line.length + 1 > ROW_CHARS) flush()
+        part.push(line)
+        chars += line.length + 1
       }
       flush()
       return { stored: fresh.length, total: records.length }
@@ -744,7 +745,7 @@ export class KafkaProducerObject {
       if (out.length > 0 && (n + r.n > events || size + r.body.length > bytes)) { more = true; break }
       n += r.n
       size += r.body.length
-      const records = JSON.parse(r.body) as TelemetryRecord[]
+      const records = decodeRecords(r.body)
       const f: Flight = { seq: r.seq, records, acceptedAt: r.accepted_at, outcome: new Uint8Array(r.n), acked: 0, savedDone: 0, failed: false }
       out.push(f)
       this.flights.set(f.seq, f)
@@ -798,7 +799,7 @@ export class KafkaProducerObject {
     const rows: Array<TelemetryRecord & { state: number; at: number }> = []
     for (const h of handed) {
       const done = new Set(JSON.parse(h.done ?? '[]') as number[])
-      ;(JSON.parse(h.body) as TelemetryRecord[]).forEach((r, i) => {
+      ;decodeRecords(h.body).forEach((r, i) => {
         if (!done.has(i)) rows.push({ ...r, state: pendingIds.has(r.id) ? RESUMED : WAITING, at: h.accepted_at })
       })
     }

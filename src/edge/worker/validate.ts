@@ -34,6 +34,51 @@ export interface TelemetryRecord {
   type: string
 }
 
+/**
+ * The events of one accepted request as the app hands them to its object and the object stores
+ * them: one line per event, `JSON(id) TAB JSON(key), or nothing for none TAB timestamp TAB type TAB
+ * value`. The value is already JSON (validateEvent's), so it travels as it is: inside a JSON array of
+ * records it was escaped once more by the app and unescaped by the object each time the row went
+ * to the producer. JSON.stringify writes no raw tab or newline and a type holds neither, so the
+ * separators cannot occur inside a field.
+ */
+export function encodeRecords(records: readonly TelemetryRecord[]): string {
+  let out = ''
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!
+    out += `${i === 0 ? '' : '\n'}${JSON.stringify(r.id)}\t${r.key === null ? '' : JSON.stringify(r.key)}\t${r.timestamp}\t${r.type}\t${r.value}`
+  }
+  return out
+}
+
+/** The records of encodeRecords' text, or of a JSON array of records (rows stored by earlier code). */
+export function decodeRecords(text: string): TelemetryRecord[] {
+  if (text.charCodeAt(0) === 0x5b) return JSON.parse(text) as TelemetryRecord[]
+  const out: TelemetryRecord[] = []
+  let at = 0
+  while (at < text.length) {
+    const t1 = text.indexOf('\t', at)
+    const t2 = t1 < 0 ? -1 : text.indexOf('\t', t1 + 1)
+    const t3 = t2 < 0 ? -1 : text.indexOf('\t', t2 + 1)
+    const t4 = t3 < 0 ? -1 : text.indexOf('\t', t3 + 1)
+    if (t4 < 0) throw new Error(`stored telemetry row is corrupt: event ${out.length} has fewer than 5 fields`)
+    let end = text.indexOf('\n', t4 + 1)
+    if (end < 0) end = text.length
+    out.push({
+      id: jsonString(text.slice(at, t1)),
+      key: t2 === t1 + 1 ? null : jsonString(text.slice(t1 + 1, t2)),
+      timestamp: Number(text.slice(t2 + 1, t3)),
+      type: text.slice(t3 + 1, t4),
+      value: text.slice(t4 + 1, end),
+    })
+    at = end + 1
+  }
+  return out
+}
+
+// Ids and keys are mostly plain: without a backslash, the quotes are all there is to take off.
+const jsonString = (s: string): string => (s.includes('\\') ? JSON.parse(s) as string : s.slice(1, -1))
+
 export class TelemetryInputError extends Error {
   constructor(readonly status: 400 | 413, message: string) {
     super(message)
