@@ -33,9 +33,12 @@
 //   100 B; 1 KB a quarter)  BENCH_WARMUP (5,000)  BENCH_WORKLOADS=producer,encode (default)
 //   BENCH_V8_FLAGS="--flag ..." added after V8_FLAGS (to try one; the counts then compare only with
 //   runs of the same flags, each flag moves them)
+//   BENCH_ALLOC=1: no callgrind; bytes allocated per record and the functions that allocate them,
+//   natively under V8's sampling heap profiler (bench/results/instructions-alloc.json)
 // A whole run (8 processes) is about 2 minutes of CPU under callgrind, node's start most of it; three
 // runs side by side gave the same figures to within one instruction per record (docs/benchmarks.md).
 import { spawn, spawnSync } from 'node:child_process'
+import { Session } from 'node:inspector'
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -90,6 +93,7 @@ const WINDOW_START = '-- window start --'
 
 export default async function instructions(args: string[]): Promise<void> {
   if (args[0] === '--child') { await child(args.slice(1)); return }
+  if (process.env.BENCH_ALLOC === '1') { await allocations(); return }
   const valgrind = spawnSync('valgrind', ['--version'], { encoding: 'utf8' })
   if (valgrind.status !== 0) throw new Error('valgrind is not installed (apt-get install valgrind)')
   const peers = await import('./peers.js')
@@ -164,6 +168,46 @@ export default async function instructions(args: string[]): Promise<void> {
     method: '(Ir at the high record count - Ir at the low one) / (high - low), each a separate process after the same warm-up and a full GC (global.gc()); GCs in each window from --trace-gc',
     warmupRecords: WARMUP, ...(zstdWorkloads.length ? { zstd: { batchBytes: ZSTD_BATCH, level: ZSTD_LEVEL, warmupBatches: ZSTD_WARMUP, inputs: '32 jsonEvents(16384, 101 + k) in turn' } } : {}), producer: 'acks=all, enable.idempotence=true, linger.ms=5, batch.size=16384, no key, 6 partitions, virtual clock, stub transport', runs,
     loadAverage: { before: loadBefore, after: loadavg(), note: 'instruction counts do not depend on it' },
+  }, results))
+  console.log(`wrote ${file}`)
+}
+
+/**
+ * BENCH_ALLOC=1: what the record workloads allocate per record, and where, natively (no valgrind):
+ * one child per configuration under V8's sampling heap profiler (every 256 bytes, objects that
+ * either GC collected included), from the window's start to its end. Sampled, so a function's
+ * figure moves by a few bytes per record between runs; the total is the number to compare.
+ */
+async function allocations(): Promise<void> {
+  const peers = await import('./peers.js')
+  peers.ensurePeers()
+  const { compileChild } = await import('./produce.js')
+  const childJs = compileChild('instructions')
+  const results: BenchResult[] = []
+  const runs: Array<Record<string, unknown>> = []
+  const workloads = WORKLOADS.filter((w) => !ZSTD_WORKLOADS.includes(w))
+  for (const c of CONFIGS) {
+    for (const w of workloads) {
+      const n = Math.round(200_000 * Math.min(1, 256 / c.valueBytes))
+      const out = spawnSync(peers.NODE22, ['--expose-gc', childJs, '--child', w, String(n), c.compression, String(c.valueBytes), '', c.shape],
+        { encoding: 'utf8', env: { ...process.env, BENCH_ALLOC_CHILD: '1' }, maxBuffer: 64 << 20 })
+      if (out.status !== 0) throw new Error(`allocation child failed (${out.status}):\n${out.stderr.slice(-3000)}`)
+      const line = out.stdout.split('\n').find((l) => l.startsWith('{"alloc"'))
+      if (!line) throw new Error(`the allocation child printed no profile:\n${out.stdout.slice(-2000)}`)
+      const { alloc } = JSON.parse(line) as { alloc: Array<{ frame: string; bytes: number }> }
+      const total = alloc.reduce((t, a) => t + a.bytes, 0)
+      const top = alloc.slice(0, 12).map((a) => ({ frame: a.frame, bytesPerRecord: Math.round(a.bytes / n), share: Number((a.bytes / total).toFixed(3)) }))
+      console.log(`  ${configName(c)} ${w}: ${Math.round(total / n).toLocaleString()} bytes allocated per record`)
+      for (const t of top) console.log(`    ${String(t.bytesPerRecord).padStart(6)} B  ${(100 * t.share).toFixed(1).padStart(5)}%  ${t.frame}`)
+      runs.push({ workload: w, config: configName(c), records: n, bytesPerRecord: Math.round(total / n), top })
+      results.push({ impl: `kafka-edge ${w}`, metric: `bytes allocated/record @${configName(c)}`, unit: 'B', value: Math.round(total / n) })
+    }
+  }
+  printTable(results, results[0]!.impl)
+  const file = writeReport(report('instructions-alloc', {
+    node: spawnSync(peers.NODE22, ['--version'], { encoding: 'utf8' }).stdout.trim(),
+    method: 'HeapProfiler.startSampling (samplingInterval 256, includeObjectsCollectedByMajorGC and ...MinorGC) in the child from the window start (after the warm-up and a full GC) to the last record acknowledged; self bytes per function',
+    warmupRecords: WARMUP, runs,
   }, results))
   console.log(`wrote ${file}`)
 }
@@ -257,6 +301,30 @@ function startWindow(): void {
   if (!gc) throw new Error('the instructions child needs --expose-gc')
   gc()
   process.stdout.write(`${WINDOW_START}\n`)
+  if (process.env.BENCH_ALLOC_CHILD === '1') {
+    // An in-process session dispatches at once: sampling has begun when post() returns.
+    allocSession.connect()
+    allocSession.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
+  }
+}
+
+const allocSession = new Session()
+
+/** The sampled bytes since startWindow, by allocating function (self), largest first. */
+function allocSummary(): Promise<Array<{ frame: string; bytes: number }>> {
+  type Node = { callFrame: { functionName: string; url: string; lineNumber: number }; selfSize: number; children: Node[] }
+  return new Promise((resolve, reject) => allocSession.post('HeapProfiler.stopSampling', (e, r) => {
+    if (e) { reject(e); return }
+    const by = new Map<string, number>()
+    const walk = (n: Node) => {
+      const f = n.callFrame
+      const frame = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop() ?? ''}:${f.lineNumber + 1}`
+      by.set(frame, (by.get(frame) ?? 0) + n.selfSize)
+      n.children.forEach(walk)
+    }
+    walk((r as unknown as { profile: { head: Node } }).profile.head)
+    resolve([...by].map(([frame, bytes]) => ({ frame, bytes })).filter((a) => a.bytes > 0).sort((a, b) => b.bytes - a.bytes))
+  }))
 }
 
 async function child(args: string[]): Promise<void> {
@@ -269,6 +337,7 @@ async function child(args: string[]): Promise<void> {
   }
   const pool = recordPool(Number(bytesText), shape)
   const acked = workload === 'producer' ? await produce(WARMUP, n, compression, pool) : await encode(n, compression, pool)
+  if (process.env.BENCH_ALLOC_CHILD === '1') process.stdout.write(JSON.stringify({ alloc: await allocSummary() }) + '\n')
   process.stdout.write(JSON.stringify({ acked: acked.ok, errors: acked.errors }) + '\n')
   process.exit(0)
 }

@@ -41,4 +41,25 @@ describe('buffer.memory backpressure', () => {
     expect(after.status).toBe('acked')
     expect(w.violations()).toEqual([])
   })
+
+  it('thousands of sends waiting for buffer space go into the log in send order, each once', async () => {
+    const bufferMemory = 100_000
+    const w = new World(4, {
+      model: { brokers: 1, topics: { t: 1 } },
+      producer: { 'buffer.memory': bufferMemory, 'batch.size': 4000, 'linger.ms': 0, 'max.block.ms': 60_000, 'delivery.timeout.ms': 120_000 },
+    })
+    w.send('t')
+    expect(await w.settle()).toBe(true)
+    // Small records: a few thousand fill the buffer and as many again wait, more than the 1,024 the
+    // waiting queue takes from its head before it compacts.
+    const flood = Array.from({ length: 14_000 }, () => w.send('t'))
+    await w.clock.run({ until: w.clock.now() + 1 })
+    expect(flood.filter((o) => o.status === 'failed')).toEqual([])
+    expect(await w.settle()).toBe(true)
+    expect(w.producer.metrics()['bufferpool-wait-ratio']).toBeGreaterThan(0)
+    expect(flood.every((o) => o.status === 'acked')).toBe(true)
+    const offsets = flood.map((o) => o.md!.offset)
+    expect(offsets).toEqual([...offsets].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)))
+    expect(w.violations()).toEqual([])
+  })
 })
