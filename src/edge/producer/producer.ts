@@ -90,16 +90,14 @@ class WaitingSends {
   shift(): PendingSend {
     const p = this.items[this.head]!
     this.items[this.head++] = undefined as unknown as PendingSend
-    if (this.head === this.items.length) { this.items = []; this.head = 0 }
-    else if (this.head >= 1024 && this.head * 2 >= this.items.length) { this.items = this.items.slice(this.head); this.head = 0 }
+    if (this.head >= 1024 && this.head * 2 >= this.items.length) this.items = this.drain()
     return p
   }
 
   /** The sends queued from the `from`-th on go before the others (they are older records). */
   moveToFront(from: number): void {
-    const live = this.items.slice(this.head)
-    this.items = [...live.slice(from), ...live.slice(0, from)]
-    this.head = 0
+    const all = this.drain()
+    this.items = all.slice(from).concat(all.slice(0, from))
   }
 
   /** Takes every waiting send out, oldest first. */
