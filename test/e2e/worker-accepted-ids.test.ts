@@ -4,10 +4,9 @@
 // accept is answered and not stored again, also across one rotation; after two rotations the id is
 // forgotten and the same event counts as new. An app of the earlier code, which posts the events
 // without the ids line in front, is still accepted and deduplicated the same way.
-import { writeFileSync, readFileSync, rmSync } from 'node:fs'
-import path from 'node:path'
+import { rmSync } from 'node:fs'
 import { afterAll, expect, it } from 'vitest'
-import { snapshotWorker, startWrangler, type WranglerDev } from './wrangler.js'
+import { snapshotWorkerWithEntry, startWrangler, type WranglerDev } from './wrangler.js'
 
 let dev: WranglerDev | undefined
 let project: string | undefined
@@ -20,8 +19,7 @@ const WINDOW_S = 3
 
 /** The repository's Worker plus POST /earlier, which hands the body to shard 0 as the earlier app did: the events alone. */
 function projectWithEarlierApp(): string {
-  const { dir } = snapshotWorker()
-  writeFileSync(path.join(dir, 'worker', 'earlier.ts'), `
+  return snapshotWorkerWithEntry('earlier', `
 import { KafkaProducerObject, telemetryApp, type Env } from 'kafka-edge/worker'
 export class ProducerObject extends KafkaProducerObject {}
 const app = telemetryApp()
@@ -33,9 +31,6 @@ export default {
   },
 }
 `)
-  const toml = path.join(dir, 'wrangler.toml')
-  writeFileSync(toml, readFileSync(toml, 'utf8').replace(/^main = .*$/m, 'main = "worker/earlier.ts"'))
-  return dir
 }
 
 const post = (events: object[], route = '/events') => fetch(`${dev!.url}${route}`, { method: 'POST', body: JSON.stringify(events), headers: { 'content-type': 'application/json' } })

@@ -6,12 +6,12 @@
 // the broker is stopped (SIGSTOP), so the producer saves batches it gets no answer for; wrangler dev
 // is stopped, and a Worker that binds the same object class rewrites that checkpoint as the earlier
 // code stored it. Then the current Worker starts on the same storage and the broker goes on.
-import { rmSync, writeFileSync, readFileSync, mkdtempSync } from 'node:fs'
+import { rmSync, mkdtempSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, expect, it } from 'vitest'
 import { bs, contNode, createTopic, ensureCluster, readTopic, stopCluster, stopNode, uniqueTopic, type Cluster } from '../helpers/kafka.js'
-import { snapshotWorker, startWrangler, type WranglerDev } from './wrangler.js'
+import { snapshotWorkerWithEntry, startWrangler, type WranglerDev } from './wrangler.js'
 
 const CLUSTER = 'worker-migrate'
 let cluster: Cluster | undefined
@@ -31,8 +31,7 @@ afterAll(async () => {
  * nothing (no producer may start and save over it). Same script and class names: same storage.
  */
 function downgradeProject(): string {
-  const { dir } = snapshotWorker()
-  writeFileSync(path.join(dir, 'worker', 'downgrade.ts'), `
+  return snapshotWorkerWithEntry('downgrade', `
 import { KafkaProducerObject, telemetryApp, type Env } from 'kafka-edge/worker'
 type Sql = { exec(q: string, ...b: unknown[]): { toArray(): Array<Record<string, any>> } }
 type State = { storage: { sql: Sql; transactionSync<T>(f: () => T): T } }
@@ -88,9 +87,6 @@ export default {
   },
 }
 `)
-  const toml = path.join(dir, 'wrangler.toml')
-  writeFileSync(toml, readFileSync(toml, 'utf8').replace(/^main = .*$/m, 'main = "worker/downgrade.ts"'))
-  return dir
 }
 
 const post = (events: object[]) => fetch(`${dev!.url}/events`, { method: 'POST', body: JSON.stringify(events), headers: { 'content-type': 'application/json' } })

@@ -6,11 +6,10 @@
 // JSON, so a body just under the 1 MiB limit is about 1.04 million characters for the object, over
 // the 600,000 of a row. wrangler dev's local SQLite stores such a row whole (the same test passes with the
 // split turned off), so this shows that the split rows deliver exactly once, not the limit itself.
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
-import path from 'node:path'
+import { rmSync } from 'node:fs'
 import { afterAll, expect, it } from 'vitest'
 import { bs, createTopic, ensureCluster, readTopic, uniqueTopic } from '../helpers/kafka.js'
-import { shardMetric, snapshotWorker, startWrangler, type WranglerDev } from './wrangler.js'
+import { shardMetric, snapshotWorkerWithEntry, startWrangler, type WranglerDev } from './wrangler.js'
 
 let dev: WranglerDev | undefined
 let project: string | undefined
@@ -81,8 +80,7 @@ it('a request with an event the producer refuses: the others are produced once, 
  * as rows stored before a deploy are.
  */
 function projectWithPreviousApp(): string {
-  const { dir } = snapshotWorker()
-  writeFileSync(path.join(dir, 'worker', 'previous.ts'), `
+  return snapshotWorkerWithEntry('previous', `
 import { KafkaProducerObject, telemetryApp, type Env } from 'kafka-edge/worker'
 export class ProducerObject extends KafkaProducerObject {}
 const app = telemetryApp()
@@ -95,9 +93,6 @@ export default {
   },
 }
 `)
-  const toml = path.join(dir, 'wrangler.toml')
-  writeFileSync(toml, readFileSync(toml, 'utf8').replace(/^main = .*$/m, 'main = "worker/previous.ts"'))
-  return dir
 }
 
 // Requests stored by the code before the line form hold their events as a JSON array: an object of

@@ -1,7 +1,7 @@
 // Runs the telemetry Worker under `wrangler dev` (local mode: real workerd, Durable Objects in
 // process) on 127.0.0.1. Telemetry off, no outbound lookups; the whole process group is stopped.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -62,6 +62,19 @@ export function snapshotWorker(): { dir: string } {
   cpSync(wasm, path.join(dir, 'build', 'core.wasm'))
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir')
   return { dir }
+}
+
+/**
+ * A snapshot whose Worker entry is `source`, written to worker/<name>.ts (a test's own Worker over the
+ * repository's classes: same script and class names, so the same Durable Object storage). Returns
+ * the project dir, for startWrangler's `project`; the caller removes it.
+ */
+export function snapshotWorkerWithEntry(name: string, source: string): string {
+  const { dir } = snapshotWorker()
+  writeFileSync(path.join(dir, 'worker', `${name}.ts`), source)
+  const toml = path.join(dir, 'wrangler.toml')
+  writeFileSync(toml, readFileSync(toml, 'utf8').replace(/^main = .*$/m, `main = "worker/${name}.ts"`))
+  return dir
 }
 
 export interface StartOptions {
