@@ -93,7 +93,7 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
         ? { method: 'POST', body: JSON.stringify(list), headers: { 'content-type': 'application/json' } }
         : { method: 'POST', body: `${JSON.stringify(list.map((r) => r.id))}\n${encodeRecords(list)}`, headers: { 'content-type': 'text/plain' } })
       const body = await res.json() as Record<string, unknown>
-      // A durable accept's answer names no events (the object stores the JSON without parsing it):
+      // A durable accept's answer names no events (the object stores them without parsing them):
       // the ids accepted or refused are the ones sent to it.
       if (mode === 'durable' && (res.status === 202 || res.status === 429)) body.ids = list.map((r) => r.id)
       return { status: res.status, retryAfter: res.headers.get('retry-after'), body }
