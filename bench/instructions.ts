@@ -2,9 +2,9 @@
 // figure that stays the same whatever else the machine runs (wall-clock CPU figures on a shared
 // 2-core box move with the neighbours). A fixed in-process workload, no broker, no sockets:
 //   producer   createProducer on a virtual clock (test/sim's VirtualClock) with a stub transport, and
-//              one send() per record with a .then, as the produce suite's child does: partitioning,
-//              the accumulator, WASM encoding and compression, drain, Produce request framing, and the
-//              answer's path back to every record's promise. The stub answers ApiVersions, Metadata and
+//              one send(record, callback) per record, as the produce suite's child does (BENCH_SEND=promise:
+//              a .then per record instead): partitioning, the accumulator, WASM encoding and compression,
+//              drain, Produce request framing, and the answer's path back to every record's callback. The stub answers ApiVersions, Metadata and
 //              InitProducerId through test/sim's ModelCluster, and Produce itself from the request's
 //              header fields: per request, never per record, so the count is the producer's.
 //   encode     the WASM core alone: openBatch, append the same records, finish each batch at 16 KiB.
@@ -60,7 +60,10 @@ const CONFIGS = (process.env.BENCH_CONFIGS ?? '100:lz4,1024:lz4').split(',').map
   if (!SHAPES.includes(shape)) throw new Error(`BENCH_CONFIGS: unknown record shape '${shape}' in '${c}' (one of ${SHAPES.join(', ')})`)
   return { valueBytes: Number(bytes), compression, shape }
 })
-const configName = (c: { valueBytes: number; compression: string; shape: Shape }) => `${c.valueBytes}B ${c.compression}${c.shape === 'bytes' ? '' : ` ${c.shape}`}`
+/** send(record, callback) per record, or (BENCH_SEND=promise) send(record).then(...); children read it from the environment. */
+const SEND_FORM = process.env.BENCH_SEND === 'promise' ? 'promise' : 'callback'
+const configName = (c: { valueBytes: number; compression: string; shape: Shape }) =>
+  `${c.valueBytes}B ${c.compression}${c.shape === 'bytes' ? '' : ` ${c.shape}`}${SEND_FORM === 'promise' ? ' promise' : ''}`
 const WORKLOADS = (process.env.BENCH_WORKLOADS ?? 'producer,encode').split(',')
 const ZSTD_WORKLOADS = ['zstd-wasm', 'zstd-codec']
 const BATCHES_LOW = Number(process.env.BENCH_BATCHES_LOW ?? 200)
@@ -166,7 +169,7 @@ export default async function instructions(args: string[]): Promise<void> {
   const file = writeReport(report(recordWorkloads.length ? 'instructions' : 'instructions-zstd', {
     tool: `${valgrind.stdout.trim()} --tool=callgrind`, node: spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim(), v8Flags: V8_FLAGS,
     method: '(Ir at the high record count - Ir at the low one) / (high - low), each a separate process after the same warm-up and a full GC (global.gc()); GCs in each window from --trace-gc',
-    warmupRecords: WARMUP, ...(zstdWorkloads.length ? { zstd: { batchBytes: ZSTD_BATCH, level: ZSTD_LEVEL, warmupBatches: ZSTD_WARMUP, inputs: '32 jsonEvents(16384, 101 + k) in turn' } } : {}), producer: 'acks=all, enable.idempotence=true, linger.ms=5, batch.size=16384, no key, 6 partitions, virtual clock, stub transport', runs,
+    warmupRecords: WARMUP, ...(zstdWorkloads.length ? { zstd: { batchBytes: ZSTD_BATCH, level: ZSTD_LEVEL, warmupBatches: ZSTD_WARMUP, inputs: '32 jsonEvents(16384, 101 + k) in turn' } } : {}), producer: `send(record${SEND_FORM === 'callback' ? ', callback)' : ').then(...)'} per record, acks=all, enable.idempotence=true, linger.ms=5, batch.size=16384, no key, 6 partitions, virtual clock, stub transport`, runs,
     loadAverage: { before: loadBefore, after: loadavg(), note: 'instruction counts do not depend on it' },
   }, results))
   console.log(`wrote ${file}`)
@@ -392,6 +395,7 @@ async function produce(warmup: number, n: number, compression: string, make: Mak
   let errors = 0
   const done = () => { ok++ }
   const fail = () => { errors++ }
+  const callback = (_md: unknown, e: Error | null) => { if (e) errors++; else ok++ }
   const settleWhile = async (busy: () => boolean) => { while (busy()) await clock.run({ until: clock.now() + 1000, done: () => !busy() }) }
   let connected = false
   p.connect().then(() => { connected = true }, fail)
@@ -400,7 +404,8 @@ async function produce(warmup: number, n: number, compression: string, make: Mak
   const loop = async (count: number) => {
     for (let i = 0; i < count; i++) {
       const r = make(i)
-      p.send({ topic: TOPIC, key: r.key, value: r.value, headers: r.headers }).then(done, fail)
+      if (SEND_FORM === 'callback') p.send({ topic: TOPIC, key: r.key, value: r.value, headers: r.headers }, callback)
+      else p.send({ topic: TOPIC, key: r.key, value: r.value, headers: r.headers }).then(done, fail)
       if ((i & 1023) === 1023) await clock.run({ until: clock.now() + 2 })
     }
     let flushed = false

@@ -50,6 +50,8 @@ const SIZES = (process.env.BENCH_SIZES ?? '100,1024').split(',').map(Number)
 const CODECS = (process.env.BENCH_CODECS ?? 'none,lz4,zstd').split(',')
 const PARTITIONS = 6
 const LINGER_MS = 5
+/** How the kafka-edge child sends: `callback` (send(record, callback), the default) or `promise` (BENCH_SEND=promise). */
+const SEND_FORM = process.env.BENCH_SEND === 'promise' ? 'promise' : 'callback'
 const PER_CALL = 1000
 const CLUSTER = 'bench'
 const IMPLS = process.env.BENCH_IMPLS?.split(',') ?? null
@@ -297,7 +299,7 @@ function writeResults(name: string, o: Outcome): void {
     broker: { nodes: 1, replicationFactor: 1, jvm: process.env.KAFKA_EDGE_BROKER_JVM_OPTS, cluster: CLUSTER, kafka: '4.4' },
     versions: o.versions,
     peers: {
-      'kafka-edge': `one send() per record (the payload array reused, as Java), a .then per record as an application would, yields to the event loop (setImmediate) every 1024 sends, waits when ~24 MB of records are unacknowledged (200k at 100 B); linger.ms=${LINGER_MS}, batch.size=16384 (defaults), enable.idempotence=true, acks=all; Node ${o.versions.node22}`,
+      'kafka-edge': `one send() per record (the payload array reused, as Java), ${SEND_FORM === 'callback' ? 'with a callback, as ProducerPerformance\'s send(record, callback)' : 'a .then per record as an application awaiting each send would'}, yields to the event loop (setImmediate) every 1024 sends, waits when ~24 MB of records are unacknowledged (200k at 100 B); linger.ms=${LINGER_MS}, batch.size=16384 (defaults), enable.idempotence=true, acks=all; Node ${o.versions.node22}`,
       'kafka-edge-node20': `the same child under the repo's Node (${process.version})`,
       java: `ProducerPerformance (${PAYLOAD === 'pool' ? '--payload-file' : '--record-size: refills one payload array per record'}) --throughput -1 --producer-props acks=all enable.idempotence=true linger.ms=${LINGER_MS} compression.type=<codec> (batch.size 16384, max.in.flight 5: defaults; JVM -Xmx512M); ${o.versions.java}`,
       confluent: `KafkaJS-compatible API with librdkafka properties: enable.idempotence=true, acks=all, linger.ms=${LINGER_MS}, compression.type=<codec> (batch.num.messages 10000, batch.size 1 MB, max.in.flight 5 under idempotence: librdkafka defaults); send() of ${PER_CALL} messages per call, 10 calls in flight (10,000 messages unawaited, as confluent's own examples/performance)`,
@@ -517,7 +519,11 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
   let maxOutstanding = 0
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
+  // As ProducerPerformance's send(record, callback), unless BENCH_SEND=promise (a .then per record,
+  // as an application awaiting each send would). Every 1024th send is a promise either way: the window awaits it.
+  const callback = SEND_FORM === 'callback' ? (_md: unknown, e: Error | null) => { if (e) fail(e); else acked++ } : null
   for (let i = 0; i < n; i++) {
+    if (callback && (i & 1023) !== 0) { p.send({ topic, value: next.next() }, callback); continue }
     const sent = p.send({ topic, value: next.next() }).then(ok, fail)
     if ((i & 1023) === 0) {
       if (i - acked - errors > maxOutstanding) maxOutstanding = i - acked - errors

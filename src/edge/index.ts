@@ -5,7 +5,7 @@
  */
 import './producer/install.js'
 
-export { createProducer, Producer, type ProducerRecord, type RecordMetadata, type ProducerState, type ResumeOutcome } from './producer/producer.js'
+export { createProducer, Producer, type ProducerRecord, type RecordMetadata, type SendCallback, type ProducerState, type ResumeOutcome } from './producer/producer.js'
 export {
   memoryCheckpointStore, type CheckpointStore, type ProducerCheckpoint, type PendingBatch,
 } from './producer/checkpoint.js'

@@ -4,7 +4,7 @@ import { indexOf } from './harness.js'
 
 /**
  * What must hold after any run, however the network and brokers behaved:
- * - every send() settled; a failure is a typed error carrying an honest `mayHaveBeenWritten`;
+ * - every send() settled, a send(record, callback)'s callback once and after send() returned; a failure is a typed error carrying an honest `mayHaveBeenWritten`;
  * - no record is in the logs twice; a failure with mayHaveBeenWritten=false is not in the logs;
  * - an acknowledged record is in the log of the partition it was acknowledged for, at its offset;
  * - each partition's log is in send order (send indexes strictly increase with the offset).
@@ -34,6 +34,7 @@ export function checkInvariants(w: World): string[] {
   for (const o of w.outcomes) {
     const found = where.get(o.index) ?? []
     if (found.some((x) => x.topic !== o.topic)) v.push(`record ${o.index} landed in the wrong topic`)
+    if (o.callbackFault) v.push(`record ${o.index}'s send callback was ${o.callbackFault}`)
     if (o.status === 'pending') { v.push(`send() of record ${o.index} never settled`); continue }
     if (o.status === 'acked') {
       const md = o.md!

@@ -110,10 +110,11 @@ export async function runResumeSeed(seed: number, opts: { verbose?: boolean } = 
       const partition = between(r, 0, partitions - 1)
       const o = { index: sent.length, partition, status: 'pending' as 'pending' | 'acked' | 'failed', gen: g, written: undefined as boolean | undefined }
       sent.push(o)
-      p.send({ topic: 't', partition, value: utf8.encode(valueOf(o.index)) }).then(
-        () => { o.status = 'acked' },
-        (e: Error & { mayHaveBeenWritten?: boolean }) => { o.status = 'failed'; o.written = e.mayHaveBeenWritten },
-      )
+      const record = { topic: 't', partition, value: utf8.encode(valueOf(o.index)) }
+      const fail = (e: Error & { mayHaveBeenWritten?: boolean }) => { o.status = 'failed'; o.written = e.mayHaveBeenWritten }
+      // Both forms of send(), by index as in World.send: the callback on odd indexes.
+      if (o.index % 2 === 1) p.send(record, (_md, e) => { if (e) fail(e); else o.status = 'acked' })
+      else p.send(record).then(() => { o.status = 'acked' }, fail)
     }
     if (!last) {
       await clock.run({ until: t0 + dieAt })

@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
+import { ConfigException, KafkaEdgeError } from '../../src/edge/errors.js'
 import { World, indexOf } from './harness.js'
 import type { ModelOptions } from './model-broker.js'
 
@@ -282,5 +283,82 @@ describe('reference section 7 scenarios', () => {
     await finish(w)
     expect(during.every((o) => o.status === 'acked')).toBe(true)
     expect(w.cluster.partition('t', 0).log.map((b) => [b.epoch, b.baseSequence])).toEqual([[0, 0], [0, 1], [0, 2], [0, 3]])
+  })
+})
+
+describe('send(record, callback): Java\'s callback form', () => {
+  const utf8 = new TextEncoder()
+
+  /** Runs `f` with queueMicrotask catching what its tasks throw, so a rethrown callback error is seen, not reported as uncaught. */
+  async function catchingMicrotasks(f: (thrown: unknown[]) => Promise<void>): Promise<void> {
+    const original = globalThis.queueMicrotask
+    const thrown: unknown[] = []
+    globalThis.queueMicrotask = (task) => original(() => { try { task() } catch (e) { thrown.push(e) } })
+    try { await f(thrown) } finally { globalThis.queueMicrotask = original }
+  }
+
+  it('calls back once per record with its metadata, in partition order, and returns nothing', async () => {
+    const w = world({ producer: { 'batch.size': 16384, 'linger.ms': 5 } })
+    const calls: Array<{ offset: bigint | undefined; error: Error | null }> = []
+    const results = Array.from({ length: 5 }, (_, i) => w.producer.send({ topic: 't', value: utf8.encode(`v${i}|`) }, (md, e) => {
+      calls.push({ offset: md?.offset, error: e })
+    }))
+    expect(results).toEqual([undefined, undefined, undefined, undefined, undefined])
+    expect(calls).toEqual([])
+    await w.clock.run({ until: w.clock.now() + 5000, done: () => calls.length === 5 })
+    expect(calls).toEqual([0n, 1n, 2n, 3n, 4n].map((offset) => ({ offset, error: null })))
+    expect(logOf(w)).toEqual([0, 1, 2, 3, 4])
+  })
+
+  it('a callback that throws leaves the rest of its batch and the producer working; its error is rethrown on its own', async () => {
+    await catchingMicrotasks(async (thrown) => {
+      const w = world({ producer: { 'batch.size': 16384, 'linger.ms': 5 } })
+      const acked: number[] = []
+      for (let i = 0; i < 4; i++) {
+        w.producer.send({ topic: 't', value: utf8.encode(`v${i}|`) }, (md) => {
+          if (i === 1) throw new Error('the application\'s callback failed')
+          acked.push(Number(md!.offset))
+        })
+      }
+      await w.clock.run({ until: w.clock.now() + 5000, done: () => acked.length === 3 })
+      expect(acked).toEqual([0, 2, 3])
+      expect(thrown.map((e) => (e as Error).message)).toEqual(['the application\'s callback failed'])
+      let after: bigint | undefined
+      w.producer.send({ topic: 't', value: utf8.encode('v4|') }, (md) => { after = md!.offset })
+      await w.clock.run({ until: w.clock.now() + 5000, done: () => after !== undefined })
+      expect(after).toBe(4n)
+      expect(logOf(w)).toEqual([0, 1, 2, 3, 4])
+    })
+  })
+
+  it('a record refused inside send() is called back after send() returned, as not written', async () => {
+    const w = world()
+    await warm(w)
+    let returned = false
+    const got: Array<{ error: Error | null; returned: boolean }> = []
+    w.producer.send({ topic: 't', partition: 3, value: 'x' }, (_md, e) => { got.push({ error: e, returned }) })
+    returned = true
+    await w.clock.advance(1)
+    expect(got).toHaveLength(1)
+    expect(got[0]!.returned).toBe(true)
+    expect(got[0]!.error).toBeInstanceOf(KafkaEdgeError)
+    expect(got[0]!.error!.message).toMatch(/partition 3 of t does not exist/)
+    expect((got[0]!.error as { mayHaveBeenWritten?: boolean }).mayHaveBeenWritten).toBe(false)
+  })
+
+  it('a record the broker refuses (INVALID_RECORD) is called back with the error and no metadata', async () => {
+    const w = world()
+    await warm(w)
+    const got: Array<[unknown, Error | null]> = []
+    w.producer.send({ topic: 't', value: '\u0000poison v1|' }, (md, e) => { got.push([md, e]) })
+    await w.clock.run({ until: w.clock.now() + 5000, done: () => got.length === 1 })
+    expect(got[0]![0]).toBeNull()
+    expect(got[0]![1]).toBeInstanceOf(KafkaEdgeError)
+    expect((got[0]![1] as { mayHaveBeenWritten?: boolean }).mayHaveBeenWritten).toBe(false)
+  })
+
+  it('a callback that is not a function is a ConfigException thrown by send()', () => {
+    const w = world()
+    expect(() => w.producer.send({ topic: 't', value: 'x' }, { onCompletion() {} } as never)).toThrow(ConfigException)
   })
 })

@@ -140,7 +140,7 @@ export class RecordAccumulator {
    * APPENDED, plus NEW_BATCH and/or BATCH_FULL (a number, not an object: this runs once per record).
    * `baseSize` is the record's recordBaseSize() when the caller already has it.
    */
-  tryAppend(tp: TopicPartition, record: RecordInput, recordBytes: number, resolve: Resolve, reject: Reject, baseSize?: number): number {
+  tryAppend(tp: TopicPartition, record: RecordInput, recordBytes: number, resolve: Resolve, reject: Reject | null, baseSize?: number): number {
     const d = this.deque(tp)
     const last = d[d.length - 1]
     const batchSize = this.opts.batchSize

@@ -9,7 +9,7 @@ import { APPENDED, BATCH_FULL, BufferPool, NEW_BATCH, RecordAccumulator } from '
 import { parseConfig, type AnyProducerSettings, type ProducerConfig, type ProducerSettings } from './config.js'
 import { ProducerMetrics } from './metrics.js'
 import { StickyPartitioner, partitionForKey } from './partitioner.js'
-import { ProducerBatch, topicPartition, type Reject, type RecordMetadata, type Resolve, type TopicPartition } from './producer-batch.js'
+import { failRecord, ProducerBatch, topicPartition, type Reject, type RecordMetadata, type Resolve, type SendCallback, type TopicPartition } from './producer-batch.js'
 import { Sender } from './sender.js'
 import { IdempotenceManager, type ProducerIdState } from './idempotence.js'
 import { matchCopies, planResume, type RelabelEntry, type ResumePlan } from './takeover.js'
@@ -19,7 +19,7 @@ import type { BrokerAddress } from '../transport/transport.js'
 import type { TransactionCoordinatorClient } from './transactions/coordinator-client.js'
 import type { GroupMetadata, OffsetsToCommit, TxnState } from './transactions/state.js'
 
-export type { RecordMetadata } from './producer-batch.js'
+export type { RecordMetadata, SendCallback } from './producer-batch.js'
 
 /**
  * What the producer did with the checkpoint it loaded: `resumed` took over its producer id, epoch and
@@ -68,7 +68,7 @@ const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/
  */
 interface PendingRecord extends RecordInput { topic: string; partition: number | undefined; startedMs: number; baseSize: number }
 /** A send() waiting for metadata or buffer space: its record and its promise callbacks. */
-interface PendingSend extends PendingRecord { resolve: Resolve; reject: Reject }
+interface PendingSend extends PendingRecord { resolve: Resolve; reject: Reject | null }
 
 const noop = (): void => {}
 
@@ -394,24 +394,42 @@ export class Producer {
     }
   }
 
-  send(record: ProducerRecord): Promise<RecordMetadata> {
+  /**
+   * Sends one record. Without a callback it returns a promise of the record's metadata; with one
+   * (Java's `send(record, callback)`) it returns nothing and calls `callback(metadata, null)` or
+   * `callback(null, error)` once, never before send() returns. The callback form makes no promise
+   * per record, which is most of what a small record costs the caller.
+   */
+  send(record: ProducerRecord): Promise<RecordMetadata>
+  send(record: ProducerRecord, callback: SendCallback): void
+  send(record: ProducerRecord, callback?: SendCallback): Promise<RecordMetadata> | void {
     // A transactional producer sends only inside a transaction; like Java, this throws right away.
     if (this.transactions && !this.closed) this.transactions.failIfNotReadyForSend()
-    const { promise, resolve, reject } = withResolvers<RecordMetadata>()
-    if (this.closed) reject(markDelivery(new ClosedError('send() after close(): the producer is closed; create a new one'), false))
-    else if (this.idempotence?.state === 'FATAL_ERROR') reject(markDelivery(this.idempotence.fatalError!, false))
+    if (callback !== undefined && typeof callback !== 'function') throw new ConfigException('send(record, callback): the callback must be a function (metadata, error) => void')
+    const r = callback ? null : withResolvers<RecordMetadata>()
+    const resolve = r ? r.resolve : callback!
+    const reject = r && r.reject
+    if (this.closed) this.refuse(resolve, reject, new ClosedError('send() after close(): the producer is closed; create a new one'))
+    else if (this.idempotence?.state === 'FATAL_ERROR') this.refuse(resolve, reject, this.idempotence.fatalError!)
     else this.enqueue(record, resolve, reject)
-    return promise
+    return r?.promise
   }
 
-  private enqueue(record: ProducerRecord, resolve: Resolve, reject: Reject): void {
+  /** A send fails before any batch holds it, so it was not written. A callback hears it after send() returned. */
+  private refuse(resolve: Resolve, reject: Reject | null, e: Error): void {
+    markDelivery(e, false)
+    if (reject) reject(e)
+    else queueMicrotask(() => failRecord(resolve, null, e))
+  }
+
+  private enqueue(record: ProducerRecord, resolve: Resolve, reject: Reject | null): void {
     if (this.releaseHold === null && this.config.clock.hold) this.holdWhileBusy()
     // Most sends append at once and need no object of their own: they go through one reused scratch.
     const p = this.scratch
     try {
       this.fill(p, record, this.config.clock.now())
     } catch (e) {
-      reject(markDelivery(e as Error, false))
+      this.refuse(resolve, reject, e as Error)
       return
     }
     if (this.waiting.length === 0 && this.core && this.tryAppend(p, resolve, reject)) return
@@ -421,7 +439,7 @@ export class Producer {
     if (this.waiting.length > 0 && this.waitingBytes + bytes > this.config.bufferMemory) {
       p.key = p.value = null
       p.headers = undefined
-      this.failBeforeBatch(reject, new BufferExhaustedException(`${this.waiting.length} sends (${this.waitingBytes} bytes) are already waiting for buffer space or metadata, ` +
+      this.failBeforeBatch(resolve, reject, new BufferExhaustedException(`${this.waiting.length} sends (${this.waitingBytes} bytes) are already waiting for buffer space or metadata, ` +
         `as much as buffer.memory (${this.config.bufferMemory} bytes) again; await your sends (or slow down) so the producer can catch up, or raise buffer.memory`))
       return
     }
@@ -489,7 +507,7 @@ export class Producer {
   }
 
   /** Appends now if metadata and buffer allow; false means "wait". Throws nothing: errors reject the send. */
-  private tryAppend(p: PendingRecord, resolve: Resolve, reject: Reject): boolean {
+  private tryAppend(p: PendingRecord, resolve: Resolve, reject: Reject | null): boolean {
     const c = this.config
     const topic = p.topic
     if (topic !== this.lastTopic) {
@@ -502,13 +520,13 @@ export class Producer {
     const count = this.cluster.partitionCount(topic)
     if (count === 0) return false
     if (p.partition !== undefined && p.partition >= count) {
-      reject(markDelivery(new KafkaEdgeError(`partition ${p.partition} of ${topic} does not exist: the topic has ${count} partitions`), false))
+      this.refuse(resolve, reject, new KafkaEdgeError(`partition ${p.partition} of ${topic} does not exist: the topic has ${count} partitions`))
       return true
     }
     const size = recordSizeFromBase(p.baseSize, 0, 0) + RECORD_BATCH_HEADER_SIZE
     if (size > c.maxRequestSize || size > c.bufferMemory) {
       const limit = size > c.maxRequestSize ? `max.request.size (${c.maxRequestSize})` : `buffer.memory (${c.bufferMemory})`
-      this.failBeforeBatch(reject, new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${limit}; send smaller records or raise the limit`))
+      this.failBeforeBatch(resolve, reject, new RecordTooLargeException(`the record is ${size} bytes serialized, more than ${limit}; send smaller records or raise the limit`))
       return true
     }
     let partition = p.partition
@@ -521,7 +539,7 @@ export class Producer {
     const tp = this.topicPartition(topic, partition)
     const txnError = this.transactions?.maybeAddPartition(tp)
     if (txnError) {
-      reject(markDelivery(txnError, false))
+      this.refuse(resolve, reject, txnError)
       return true
     }
     const result = this.accumulator.tryAppend(tp, p, size, resolve, reject, p.baseSize)
@@ -578,7 +596,7 @@ export class Producer {
           // close() failed the waiting sends while this one waited (its wait then fails too).
           if (this.waiting.first() !== p) continue
           this.shiftWaiting()
-          this.failBeforeBatch(p.reject, e instanceof TimeoutException && !(e instanceof BufferExhaustedException) ? this.blockTimeout(p) : e as Error)
+          this.failBeforeBatch(p.resolve, p.reject, e instanceof TimeoutException && !(e instanceof BufferExhaustedException) ? this.blockTimeout(p) : e as Error)
         }
       }
     } finally {
@@ -592,8 +610,8 @@ export class Producer {
    * is lost to it, so the transaction must not commit: it turns abortable, as Java's
    * maybeTransitionToErrorState makes it.
    */
-  private failBeforeBatch(reject: Reject, e: Error): void {
-    reject(markDelivery(e, false))
+  private failBeforeBatch(resolve: Resolve, reject: Reject | null, e: Error): void {
+    this.refuse(resolve, reject, e)
     this.transactions?.batchFailed(e)
   }
 
@@ -694,7 +712,7 @@ export class Producer {
     }
     this.transactions?.close()
     this.waitingBytes = 0
-    for (const p of this.waiting.drain()) p.reject(markDelivery(new ClosedError('the producer was closed before the record was sent'), false))
+    for (const p of this.waiting.drain()) this.refuse(p.resolve, p.reject, new ClosedError('the producer was closed before the record was sent'))
     this.cluster.close()
   }
 

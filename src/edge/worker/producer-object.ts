@@ -3,7 +3,7 @@ import { CheckpointException, KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER } from '
 import '../producer/install.js'
 import { batchIdentity, type CheckpointStore, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
 import type { ProducerSettings } from '../producer/config.js'
-import { createProducer, type Producer } from '../producer/producer.js'
+import { createProducer, type Producer, type ProducerRecord } from '../producer/producer.js'
 import { loadCore, readBatchRecords, type Core, type CompressionType } from '../wasm/core.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
 import type { DurableObjectState, Env, SqlStorage, SqlValue } from './env.js'
@@ -694,7 +694,7 @@ export class KafkaProducerObject {
       const flights = this.takeRequests(ROUND - rows.length, ROUND_BYTES - bytes)
       if (rows.length === 0 && flights.length === 0) break
       if (rows.length > 0) this.sql.exec('UPDATE events SET state = ? WHERE seq IN (SELECT value FROM json_each(?))', HANDED, JSON.stringify(rows.map((r) => r.seq)))
-      const sends = rows.map((r) => this.send(producer, r, r.state === WAITING_MAYBE_WRITTEN).then(
+      const sends = rows.map((r) => producer.send(this.record(r, r.state === WAITING_MAYBE_WRITTEN)).then(
         () => {
           this.acked.set(r.seq, r)
           this.produced(r.accepted_at)
@@ -706,20 +706,11 @@ export class KafkaProducerObject {
           throw e
         },
       ))
-      for (const f of flights) {
-        f.records.forEach((r, i) => sends.push(this.send(producer, r, false).then(
-          () => { f.outcome[i] = ACKED; f.acked++; this.produced(f.acceptedAt) },
-          (e: Error & { mayHaveBeenWritten?: boolean }) => {
-            f.outcome[i] = e.mayHaveBeenWritten === false ? NOT_WRITTEN : MAYBE_WRITTEN
-            f.failed = true
-            throw e
-          },
-        )))
-      }
+      if (flights.length > 0) sends.push(this.sendFlights(producer, flights))
       const settled = await Promise.allSettled(sends)
       const failed = flights.filter((f) => f.failed)
       if (failed.length > 0) this.unpackFailed(failed)
-      if (settled.some((s) => s.status === 'rejected')) break
+      if (failed.length > 0 || settled.some((s) => s.status === 'rejected')) break
     }
     // No flush() here: it would save the acknowledged batches' removal at once, a checkpoint save of
     // its own each time the pump runs dry (at a moderate request rate, once per request). Left to the checkpointer, that removal joins the save the next batch needs
@@ -817,8 +808,32 @@ export class KafkaProducerObject {
       FROM json_each(?) AS j ORDER BY j.key`, JSON.stringify(rows))
   }
 
-  private send(producer: Producer, r: Row | TelemetryRecord, relabel: boolean) {
-    if ('topic' in r && r.topic !== null) return this.sendOtlp(producer, r, relabel)
+  /**
+   * Sends the requests' events with send(record, callback): one promise for them all, settled once
+   * every event's callback ran, instead of a promise and a reaction per event.
+   */
+  private sendFlights(producer: Producer, flights: Flight[]): Promise<void> {
+    return new Promise((resolve) => {
+      let left = 0
+      for (const f of flights) left += f.records.length
+      for (const f of flights) {
+        f.records.forEach((r, i) => producer.send(this.record(r, false), (_md, e) => {
+          if (e) {
+            f.outcome[i] = (e as { mayHaveBeenWritten?: boolean }).mayHaveBeenWritten === false ? NOT_WRITTEN : MAYBE_WRITTEN
+            f.failed = true
+          } else {
+            f.outcome[i] = ACKED
+            f.acked++
+            this.produced(f.acceptedAt)
+          }
+          if (--left === 0) resolve()
+        }))
+      }
+    })
+  }
+
+  private record(r: Row | TelemetryRecord, relabel: boolean): ProducerRecord {
+    if ('topic' in r && r.topic !== null) return this.otlpRecord(r, relabel)
     const headers: Array<{ key: string; value: string }> = [
       { key: 'event-type', value: r.type }, { key: 'content-type', value: 'application/json' }, { key: EVENT_ID_HEADER, value: r.id },
     ]
@@ -826,18 +841,18 @@ export class KafkaProducerObject {
       headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: '1' })
       this.stats.relabelled++
     }
-    return producer.send({ topic: this.env.TELEMETRY_TOPIC, key: r.key, value: r.value, timestamp: 'ts' in r ? r.ts : r.timestamp, headers })
+    return { topic: this.env.TELEMETRY_TOPIC, key: r.key, value: r.value, timestamp: 'ts' in r ? r.ts : r.timestamp, headers }
   }
 
   /** An OTLP record: the exporter's key, value and metadata headers, and the event-id header the resume reads. */
-  private sendOtlp(producer: Producer, r: Row, relabel: boolean) {
+  private otlpRecord(r: Row, relabel: boolean): ProducerRecord {
     const headers = (JSON.parse(r.headers ?? '[]') as Array<[string, string]>).map(([key, value]) => ({ key, value }))
     headers.push({ key: EVENT_ID_HEADER, value: r.id })
     if (relabel) {
       headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: '1' })
       this.stats.relabelled++
     }
-    return producer.send({ topic: r.topic!, key: r.bkey ? new Uint8Array(r.bkey) : null, value: this.otlpValue(r), timestamp: r.ts, headers })
+    return { topic: r.topic!, key: r.bkey ? new Uint8Array(r.bkey) : null, value: this.otlpValue(r), timestamp: r.ts, headers }
   }
 
   /** sync mode: answered once Kafka acknowledged every event. */
@@ -847,7 +862,7 @@ export class KafkaProducerObject {
     let settled: Array<PromiseSettledResult<{ partition: number; offset: bigint }>>
     try {
       const producer = await this.getProducer()
-      settled = await Promise.allSettled(records.map((r) => this.send(producer, r, false)))
+      settled = await Promise.allSettled(records.map((r) => producer.send(this.record(r, false))))
     } catch (e) {
       // The producer could not connect (TLS, SASL, no broker): none of the events was sent.
       const reason = Object.assign(e as Error, { mayHaveBeenWritten: (e as { mayHaveBeenWritten?: boolean }).mayHaveBeenWritten ?? false })
