@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   IncompatibleSchemaException, InvalidSchemaException, LruCache, SchemaNotFoundException, SchemaRegistryAuthorizationException,
-  SchemaRegistryClient, SchemaRegistryUnavailableException, SerializationException, avroSerializer, protobufSerializer,
+  SchemaRegistryClient, SchemaRegistryUnavailableException, SerializationException, avroSerializer, protobufSerializer, withSerializers,
 } from '../../src/edge/schema-registry/index.js'
 import { ConfigException } from '../../src/edge/errors.js'
 import { encodeAvro, parseAvro } from '../../src/edge/schema-registry/avro.js'
@@ -224,5 +224,28 @@ describe('schema.registry.relay.url: lookups through the relay', () => {
     expect(() => new SchemaRegistryClient({ ...base, 'auto.register.schemas': true })).toThrow(/auto\.register\.schemas must be false/)
     expect(() => new SchemaRegistryClient({ 'schema.registry.relay.url': 'wss://relay.example/kafka' })).toThrow(/schema\.registry\.relay\.token/)
     expect(() => new SchemaRegistryClient({ ...base, 'schema.registry.relay.url': 'ftp://relay.example' })).toThrow(/ws\(s\):\/\/ or http\(s\):\/\//)
+  })
+})
+
+describe('withSerializers: send(record, callback) as on the producer', () => {
+  it('the first send waits for the registry, later ones go straight through, a value that does not fit fails alone: each callback once, in order', async () => {
+    const { World } = await import('../sim/harness.js')
+    await World.preload()
+    const w = new World(11, { model: { brokers: 1, topics: { t: 1 } } })
+    const { f, calls } = scripted([[200, { id: 9 }]])
+    const p = withSerializers(w.producer, { 'schema.registry.url': 'http://r:1', fetch: f, 'value.serializer': avroSerializer('"int"') })
+    const got: string[] = []
+    const cb = (n: number) => (md: { offset: bigint } | null, e: Error | null) => { got.push(e ? `${n}: ${e.name}` : `${n}: @${md!.offset}`) }
+    p.send({ topic: 't', value: 1 }, cb(1))
+    p.send({ topic: 't', value: 2 }, cb(2))
+    expect(got).toEqual([])
+    await w.clock.run({ until: w.clock.now() + 5000, done: () => got.length === 2 })
+    p.send({ topic: 't', value: 'three' }, cb(3))
+    p.send({ topic: 't', value: 4 }, cb(4))
+    await w.clock.run({ until: w.clock.now() + 5000, done: () => got.length === 4 })
+    expect(got).toEqual(['1: @0', '2: @1', '3: SerializationException', '4: @2'])
+    expect(calls).toHaveLength(1)
+    expect(w.cluster.partition('t', 0).values().map((v) => v.length)).toEqual([6, 6, 6]) // 0x00, the id, one zig-zag byte
+    expect(() => p.send({ topic: 't', value: 5 }, 'not a function' as never)).toThrow(ConfigException)
   })
 })

@@ -1,5 +1,5 @@
-import { markDelivery } from '../errors.js'
-import type { Producer, ProducerRecord, RecordMetadata } from '../producer/producer.js'
+import { ConfigException, markDelivery } from '../errors.js'
+import type { Producer, ProducerRecord, RecordMetadata, SendCallback } from '../producer/producer.js'
 import { SchemaRegistryClient } from './client.js'
 import { isRegistrySetting, type SchemaRegistrySettings } from './config.js'
 import { SchemaRegistryTimeoutException } from './errors.js'
@@ -50,24 +50,33 @@ export class SerializingProducer<K = unknown, V = unknown> {
     this.valueSerializer = v
   }
 
-  send(record: SerializingRecord<K, V>): Promise<RecordMetadata> {
+  /** As Producer.send: a promise, or with a callback (Java's send(record, callback)) nothing. */
+  send(record: SerializingRecord<K, V>): Promise<RecordMetadata>
+  send(record: SerializingRecord<K, V>, callback: SendCallback): void
+  send(record: SerializingRecord<K, V>, callback?: SendCallback): Promise<RecordMetadata> | void {
+    if (callback !== undefined && typeof callback !== 'function') throw new ConfigException('send(record, callback): the callback must be a function (metadata, error) => void')
     let key: Bytes | Promise<Bytes> | undefined, value: Bytes | Promise<Bytes>
     try {
       key = this.serialize(this.keySerializer, record.topic, record.key)
       value = this.serialize(this.valueSerializer, record.topic, record.value) as Bytes | Promise<Bytes>
     } catch (e) {
-      return Promise.reject(markDelivery(e as Error, false))
+      const error = markDelivery(e as Error, false)
+      if (!callback) return Promise.reject(error)
+      queueMicrotask(() => callback(null, error))
+      return
     }
     if (this.queue.length === 0 && !(key instanceof Promise) && !(value instanceof Promise)) {
-      return this.producer.send({ ...record, key, value })
+      return callback ? this.producer.send({ ...record, key, value }, callback) : this.producer.send({ ...record, key, value })
     }
     // Settle (and so stop an unhandled-rejection report) the serializations that will fail; the queue reports them.
     if (key instanceof Promise) key.catch(() => {})
     if (value instanceof Promise) value.catch(() => {})
-    return new Promise<RecordMetadata>((resolve, reject) => {
+    const queued = new Promise<RecordMetadata>((resolve, reject) => {
       this.queue.push({ record, key, value, startedMs: Date.now(), resolve, reject })
       this.pumping ??= this.pump().finally(() => { this.pumping = null })
     })
+    if (!callback) return queued
+    queued.then((md) => callback(md, null), (e: Error) => callback(null, e))
   }
 
   /** Hands every queued send to the producer, then flushes it. */
