@@ -323,8 +323,10 @@ function writeResults(name: string, o: Outcome): void {
   printTable(results, 'kafka-edge')
   console.log()
   for (const t of targets) {
-    console.log(`${t.config.padEnd(10)} kafka-edge/java records/s ${t.recordsPerSecVsJava.toFixed(2)}x (>= 1.5), cpu/record ${t.cpuPerRecordVsJava.toFixed(2)}x (<= 0.6); ` +
-      `vs best JS (${t.bestJsPeer}) ${t.recordsPerSecVsBestJs?.toFixed(2)}x (>= 2); node20/node22 ${t.node20VsNode22.toFixed(2)}x`)
+    // A run without JavaScript peers or Node 20 (BENCH_IMPLS) has no such ratio to print.
+    console.log(`${t.config.padEnd(10)} kafka-edge/java records/s ${t.recordsPerSecVsJava.toFixed(2)}x (>= 1.5), cpu/record ${t.cpuPerRecordVsJava.toFixed(2)}x (<= 0.6)` +
+      (t.bestJsPeer ? `; vs best JS (${t.bestJsPeer}) ${t.recordsPerSecVsBestJs?.toFixed(2)}x (>= 2)` : '') +
+      (Number.isFinite(t.node20VsNode22) ? `; node20/node22 ${t.node20VsNode22.toFixed(2)}x` : ''))
   }
   for (const [k, x] of Object.entries(cost)) console.log(`${k}: ${x}`)
   for (const [k, e] of o.errors) console.log(`ERROR ${k}: ${e}`)
