@@ -405,7 +405,7 @@ export class Producer {
   send(record: ProducerRecord, callback?: SendCallback): Promise<RecordMetadata> | void {
     // A transactional producer sends only inside a transaction; like Java, this throws right away.
     if (this.transactions && !this.closed) this.transactions.failIfNotReadyForSend()
-    if (callback !== undefined && typeof callback !== 'function') throw new ConfigException('send(record, callback): the callback must be a function (metadata, error) => void')
+    if (callback !== undefined && typeof callback !== 'function') throw new ConfigException('send(record, callback): the callback must be a function')
     const r = callback ? null : withResolvers<RecordMetadata>()
     const resolve = r ? r.resolve : callback!
     const reject = r && r.reject

@@ -54,7 +54,7 @@ export class SerializingProducer<K = unknown, V = unknown> {
   send(record: SerializingRecord<K, V>): Promise<RecordMetadata>
   send(record: SerializingRecord<K, V>, callback: SendCallback): void
   send(record: SerializingRecord<K, V>, callback?: SendCallback): Promise<RecordMetadata> | void {
-    if (callback !== undefined && typeof callback !== 'function') throw new ConfigException('send(record, callback): the callback must be a function (metadata, error) => void')
+    if (callback !== undefined && typeof callback !== 'function') throw new ConfigException('send(record, callback): the callback must be a function')
     let key: Bytes | Promise<Bytes> | undefined, value: Bytes | Promise<Bytes>
     try {
       key = this.serialize(this.keySerializer, record.topic, record.key)
