@@ -80,6 +80,8 @@ describe('the tarball', () => {
     expect(dts).toMatch(/\/\*\* What the producer can say about itself[^\n]*\*\/\nexport interface ProducerState \{/)
     const members = body.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('private ') && /^[a-zA-Z]/.test(l))
       .map((l) => /^(?:get |readonly )?(\w+)/.exec(l)![1]).filter((m) => m !== 'timeoutMs')
+      // An overloaded method (send, with and without a callback) is declared once per signature.
+      .filter((m, i, all) => all[i - 1] !== m)
     // A change here changes what users can reach: Java's KafkaProducer methods, plus state and the resume outcome.
     expect(members).toEqual([
       'constructor', 'resumeOutcome', 'state', 'connect', 'send', 'flush', 'close', 'metrics',

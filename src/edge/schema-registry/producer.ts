@@ -50,33 +50,36 @@ export class SerializingProducer<K = unknown, V = unknown> {
     this.valueSerializer = v
   }
 
-  /** As Producer.send: a promise, or with a callback (Java's send(record, callback)) nothing. */
+  /**
+   * As Producer.send: a promise, or with a callback (Java's send(record, callback)) nothing. The
+   * callback is called from the promise's settlement, so it never runs before send() returned.
+   */
   send(record: SerializingRecord<K, V>): Promise<RecordMetadata>
   send(record: SerializingRecord<K, V>, callback: SendCallback): void
   send(record: SerializingRecord<K, V>, callback?: SendCallback): Promise<RecordMetadata> | void {
-    if (callback !== undefined && typeof callback !== 'function') throw new ConfigException('send(record, callback): the callback must be a function')
+    if (callback === undefined) return this.serializeAndSend(record)
+    if (typeof callback !== 'function') throw new ConfigException('send(record, callback): the callback must be a function')
+    this.serializeAndSend(record).then((md) => callback(md, null), (e: Error) => callback(null, e))
+  }
+
+  private serializeAndSend(record: SerializingRecord<K, V>): Promise<RecordMetadata> {
     let key: Bytes | Promise<Bytes> | undefined, value: Bytes | Promise<Bytes>
     try {
       key = this.serialize(this.keySerializer, record.topic, record.key)
       value = this.serialize(this.valueSerializer, record.topic, record.value) as Bytes | Promise<Bytes>
     } catch (e) {
-      const error = markDelivery(e as Error, false)
-      if (!callback) return Promise.reject(error)
-      queueMicrotask(() => callback(null, error))
-      return
+      return Promise.reject(markDelivery(e as Error, false))
     }
     if (this.queue.length === 0 && !(key instanceof Promise) && !(value instanceof Promise)) {
-      return callback ? this.producer.send({ ...record, key, value }, callback) : this.producer.send({ ...record, key, value })
+      return this.producer.send({ ...record, key, value })
     }
     // Settle (and so stop an unhandled-rejection report) the serializations that will fail; the queue reports them.
     if (key instanceof Promise) key.catch(() => {})
     if (value instanceof Promise) value.catch(() => {})
-    const queued = new Promise<RecordMetadata>((resolve, reject) => {
+    return new Promise<RecordMetadata>((resolve, reject) => {
       this.queue.push({ record, key, value, startedMs: Date.now(), resolve, reject })
       this.pumping ??= this.pump().finally(() => { this.pumping = null })
     })
-    if (!callback) return queued
-    queued.then((md) => callback(md, null), (e: Error) => callback(null, e))
   }
 
   /** Hands every queued send to the producer, then flushes it. */
