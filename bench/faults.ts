@@ -16,6 +16,7 @@
 //   npm run bench -- faults
 //   BENCH_IMPLS=kafka-edge,kafkajs-idempotent BENCH_SCENARIOS=ambiguous npm run bench -- faults   (nothing written)
 //   BENCH_FAULT_RATE (records/s, default 5000)
+//   BENCH_SEND=promise: kafka-edge awaits each send's promise instead of passing a callback
 import { spawn, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
@@ -31,6 +32,8 @@ import { report, writeReport, type BenchResult } from './lib.js'
 import type { PlatformaticProducerClass } from './produce.js'
 
 const RATE = Number(process.env.BENCH_FAULT_RATE ?? 5000)
+/** How kafka-edge sends: `callback` (send(record, callback), the default, as Java's side) or `promise` (BENCH_SEND=promise). */
+const SEND_FORM = process.env.BENCH_SEND === 'promise' ? 'promise' : 'callback'
 const SETTLE_MS = 150_000
 const REQUEST_TIMEOUT_MS = 5000
 const DELIVERY_TIMEOUT_MS = 120_000
@@ -45,7 +48,7 @@ const partitionOfKey = Array.from({ length: KEYS }, (_, k) => partitionForKey(en
 
 /** How each peer is configured for the fault run (also written to the results). */
 const PEER_SETTINGS: Record<string, string> = {
-  'kafka-edge': `enable.idempotence=true, acks=all, linger.ms=5, batch.size=8192, request.timeout.ms=${REQUEST_TIMEOUT_MS}, delivery.timeout.ms=${DELIVERY_TIMEOUT_MS}; one send() per record`,
+  'kafka-edge': `enable.idempotence=true, acks=all, linger.ms=5, batch.size=8192, request.timeout.ms=${REQUEST_TIMEOUT_MS}, delivery.timeout.ms=${DELIVERY_TIMEOUT_MS}; one send() per record, ${SEND_FORM === 'callback' ? 'with a callback (BENCH_SEND=promise: awaiting its promise)' : 'awaiting its promise'}`,
   java: `KafkaProducer 4.4: enable.idempotence=true, acks=all, linger.ms=5, batch.size=8192, request.timeout.ms=${REQUEST_TIMEOUT_MS}, delivery.timeout.ms=${DELIVERY_TIMEOUT_MS}; one send() per record with a callback`,
   confluent: `KafkaJS-compatible API with librdkafka properties: enable.idempotence=true, acks=all, linger.ms=5, request.timeout.ms=${REQUEST_TIMEOUT_MS}, message.timeout.ms=${DELIVERY_TIMEOUT_MS}; send() of the records generated each 10 ms, calls overlapping`,
   'platformatic-idempotent': `idempotent: true (acks -1, maxInflights 1), timeout ${REQUEST_TIMEOUT_MS} ms, retries 10, retryDelay 1000 ms (defaults 3 and 1000); send() of the records generated each 10 ms, calls overlapping`,
@@ -264,8 +267,8 @@ function startPeer(peer: string, bootstrap: string, topic: string, cp: string, e
 interface Rec { i: number; key: Buffer; value: Buffer; partition: number }
 
 interface Driver {
-  /** per-record senders resolve each record; batched ones resolve a call */
-  sendOne?(r: Rec): Promise<{ partition: number; offset: bigint }>
+  /** per-record senders call back (or, BENCH_SEND=promise, resolve) each record; batched ones resolve a call */
+  sendOne?(r: Rec, done: (md: { partition: number; offset: bigint } | null, e: unknown) => void): void
   sendMany?(rs: Rec[]): Promise<void>
   claimOf?(e: unknown): SentRecord['claim']
   close(): Promise<void>
@@ -281,7 +284,10 @@ async function driverFor(peer: string, bootstrap: string, topic: string): Promis
     await p.connect()
     await p.partitionsFor(topic)
     return {
-      sendOne: async (r) => { const md = await p.send({ topic, partition: r.partition, key: r.key, value: r.value }); return { partition: md.partition, offset: md.offset } },
+      // As the produce suite's loop: Java's send(record, callback), unless BENCH_SEND=promise.
+      sendOne: SEND_FORM === 'callback'
+        ? (r, done) => p.send({ topic, partition: r.partition, key: r.key, value: r.value }, done)
+        : (r, done) => { p.send({ topic, partition: r.partition, key: r.key, value: r.value }).then((md) => done(md, null), (e) => done(null, e)) },
       claimOf: (e) => ((e as { mayHaveBeenWritten?: boolean }).mayHaveBeenWritten ? 'maybe' : 'not-written'),
       close: () => p.close(),
     }
@@ -363,10 +369,10 @@ async function child(args: string[]): Promise<void> {
     const r: Rec = { i, key: Buffer.from(key), value: Buffer.from(valueFor(i, key, seq)), partition: partitions[k]! }
     pending++
     if (d.sendOne) {
-      d.sendOne(r).then(
-        (md) => { outcome[r.i] = `A ${r.i} ${md.partition} ${md.offset}`; pending-- },
-        (e) => { outcome[r.i] = `F ${r.i} ${d.claimOf?.(e) ?? 'none'} ${line(e)}`; pending-- },
-      )
+      d.sendOne(r, (md, e) => {
+        outcome[r.i] = md ? `A ${r.i} ${md.partition} ${md.offset}` : `F ${r.i} ${d.claimOf?.(e) ?? 'none'} ${line(e)}`
+        pending--
+      })
     } else queue.push(r)
     i++
     // Paced in 10 ms ticks: a batched peer gets the records of each tick in one send() call.
