@@ -134,10 +134,10 @@ export default async function bridge(): Promise<void> {
       nodeChild(peers.NODE22, childJs, impl, bootstrap, topic, RECORDS, settings, false, { BENCH_REQUEST_LATENCY: '1', ...env })
     await full('kafka-edge', cluster.bootstrap, {}) // warms the broker
     const viaRelayEnv = { BENCH_RELAY_URL: relay.url, BENCH_RELAY_TOKEN: tokenFor('bench') }
-    // Each round reads the relay's byte counter over HTTP. A relay's first plain HTTP request (this
-    // scrape, as a Prometheus scrape soon after start) reshapes the sockets' objects, and V8 then drops
-    // and recompiles some sixty optimized functions of the WebSocket path: once in the relay's life,
-    // so before the warm-up, not inside the first measured round (docs/benchmarks.md).
+    // Each round reads the relay's byte counter over HTTP. After a relay's first plain HTTP request
+    // (this scrape, as a Prometheus scrape soon after start) V8 drops and recompiles some sixty
+    // optimized functions of the WebSocket path: once in the relay's life, so before the warm-up,
+    // not inside the first measured round (docs/benchmarks.md).
     await relayMetric(relay, 'kafka_edge_bridge_bytes_total')
     for (let i = 0; i < RELAY_WARMUP; i++) {
       const cpu0 = cpuMs(relay.pid)
