@@ -28,12 +28,10 @@ import {
   KEYS, PARTITIONS, VALUE_BYTES, analyzeReadBack, createTopicLedBy, keyName, killLeaderThenRestart, stopLeaderThenContinue,
   valueFor, type SentRecord,
 } from '../test/helpers/fault-schedule.js'
-import { report, writeReport, type BenchResult } from './lib.js'
+import { report, writeReport, type BenchResult, SEND_FORM } from './lib.js'
 import type { PlatformaticProducerClass } from './produce.js'
 
 const RATE = Number(process.env.BENCH_FAULT_RATE ?? 5000)
-/** How kafka-edge sends: `callback` (send(record, callback), the default, as Java's side) or `promise` (BENCH_SEND=promise). */
-const SEND_FORM = process.env.BENCH_SEND === 'promise' ? 'promise' : 'callback'
 const SETTLE_MS = 150_000
 const REQUEST_TIMEOUT_MS = 5000
 const DELIVERY_TIMEOUT_MS = 120_000

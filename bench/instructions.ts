@@ -44,7 +44,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Link, LinkHandlers, Transport } from '../src/edge/transport/transport.js'
-import { printTable, report, writeReport, type BenchResult } from './lib.js'
+import { printTable, report, writeReport, type BenchResult, SEND_FORM } from './lib.js'
 
 const LOW = Number(process.env.BENCH_RECORDS_LOW ?? 2_000)
 const HIGH = Number(process.env.BENCH_RECORDS_HIGH ?? 32_000)
@@ -60,8 +60,6 @@ const CONFIGS = (process.env.BENCH_CONFIGS ?? '100:lz4,1024:lz4').split(',').map
   if (!SHAPES.includes(shape)) throw new Error(`BENCH_CONFIGS: unknown record shape '${shape}' in '${c}' (one of ${SHAPES.join(', ')})`)
   return { valueBytes: Number(bytes), compression, shape }
 })
-/** send(record, callback) per record, or (BENCH_SEND=promise) send(record).then(...); children read it from the environment. */
-const SEND_FORM = process.env.BENCH_SEND === 'promise' ? 'promise' : 'callback'
 const configName = (c: { valueBytes: number; compression: string; shape: Shape }) =>
   `${c.valueBytes}B ${c.compression}${c.shape === 'bytes' ? '' : ` ${c.shape}`}${SEND_FORM === 'promise' ? ' promise' : ''}`
 const WORKLOADS = (process.env.BENCH_WORKLOADS ?? 'producer,encode').split(',')

@@ -118,3 +118,10 @@ export function workerdCpu(pgid: number): { total: number; proxy: number; main: 
   }
   return out
 }
+
+/**
+ * How the kafka-edge loops of the produce, instructions and faults suites send: `callback`
+ * (send(record, callback), as Java's ProducerPerformance; the default) or `promise` (BENCH_SEND=promise).
+ * Their children read the same environment variable.
+ */
+export const SEND_FORM: 'callback' | 'promise' = process.env.BENCH_SEND === 'promise' ? 'promise' : 'callback'

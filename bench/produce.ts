@@ -39,7 +39,7 @@ import { PerformanceObserver } from 'node:perf_hooks'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { AnyProducerSettings, Transport } from '../src/edge/index.js'
-import { printTable, report, writeReport, type BenchResult } from './lib.js'
+import { printTable, report, writeReport, type BenchResult, SEND_FORM } from './lib.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const ROOT = join(here, '..')
@@ -50,8 +50,6 @@ const SIZES = (process.env.BENCH_SIZES ?? '100,1024').split(',').map(Number)
 const CODECS = (process.env.BENCH_CODECS ?? 'none,lz4,zstd').split(',')
 const PARTITIONS = 6
 const LINGER_MS = 5
-/** How the kafka-edge child sends: `callback` (send(record, callback), the default) or `promise` (BENCH_SEND=promise). */
-const SEND_FORM = process.env.BENCH_SEND === 'promise' ? 'promise' : 'callback'
 const PER_CALL = 1000
 const CLUSTER = 'bench'
 const IMPLS = process.env.BENCH_IMPLS?.split(',') ?? null
