@@ -1,4 +1,4 @@
-// The soak's short version (the 60-minute run: `npm run soak -- --minutes 60`, docs/operations.md):
+// The soak's short version (the 60-minute run: `npm run soak -- --minutes 60`, docs/relay.md, Endurance):
 // the same traffic with one fault of each kind from 8 s on, for three times as long as the faults
 // took (about 100 s when a broker restarts in 20 s): the faults fall in the warm-up third, which a run
 // this short cannot spread over the judged thirds. The same verdicts. It runs on a cluster of its

@@ -348,7 +348,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   }
 }
 
-/** The summary table (also in docs/operations.md). */
+/** The summary table (also in docs/relay.md, Endurance). */
 export function formatReport(r: SoakReport): string {
   const lines: string[] = []
   const pad = (s: unknown, n: number) => String(s).padEnd(n)
