@@ -255,7 +255,8 @@ export class RelayConnection implements RequestContext {
     this.timers.push(setTimeout(() => this.close(CloseCode.TOKEN_EXPIRED, 'token expired', 'token_expired'), Math.min(Math.max(0, expiresIn), 0x7fffffff)))
     this.pause('setup')
     this.resume('auth')
-    void this.connectUpstream()
+    // Past its first await nothing contains it: a rejection would be unhandled, which ends the process.
+    this.connectUpstream().catch((e: unknown) => this.handlerError(e))
   }
 
   private async connectUpstream(): Promise<void> {
@@ -303,7 +304,10 @@ export class RelayConnection implements RequestContext {
   private scheduleReauthentication(lifetimeMs: number): void {
     if (lifetimeMs <= 0 || this.closed) return
     if (this.reauthTimer) clearTimeout(this.reauthTimer)
-    this.reauthTimer = setTimeout(() => { this.reauthTimer = null; void this.reauthenticate() }, Math.max(500, reauthenticationDelay(lifetimeMs)))
+    this.reauthTimer = setTimeout(() => {
+      this.reauthTimer = null
+      this.reauthenticate().catch((e: unknown) => this.handlerError(e))
+    }, Math.max(500, reauthenticationDelay(lifetimeMs)))
   }
 
   /**
@@ -492,7 +496,8 @@ export class RelayConnection implements RequestContext {
     relay.count.bytesOut(frame.length)
     this.unsent++
     if (relay.faults && relay.cfg.faults.delayMs > 0) {
-      this.responseChain = this.responseChain.then(() => new Promise<void>((r) => setTimeout(r, relay.cfg.faults.delayMs))).then(() => this.send(frame))
+      this.responseChain = this.responseChain.then(() => new Promise<void>((r) => setTimeout(r, relay.cfg.faults.delayMs)))
+        .then(() => this.send(frame)).catch((e: unknown) => this.handlerError(e))
     } else this.send(frame)
   }
 

@@ -165,3 +165,47 @@ describe('relay: every message a client sends draws on its budgets', () => {
     c.ws.close()
   })
 })
+
+describe('relay: an error in one connection\'s asynchronous setup stays in that connection', () => {
+  let cluster: Cluster
+  let bridge: Bridge
+  const unhandled: unknown[] = []
+  const onUnhandled = (e: unknown) => { unhandled.push(e) }
+
+  beforeAll(async () => {
+    cluster = await relayCluster()
+    bridge = await startRelay(cluster, { path: '/kafka' })
+    // In the relay's own process an unhandled rejection ends it (Node's default): this one records them.
+    process.on('unhandledRejection', onUnhandled)
+  })
+  afterAll(async () => {
+    process.off('unhandledRejection', onUnhandled)
+    await bridge?.close()
+  })
+
+  it('a broker lookup that throws closes that client with 1011, and the next client is served', async () => {
+    // Stands for any bug past the setup's first await: the broker connection is set up asynchronously,
+    // after the handler that contains synchronous errors has returned.
+    const destinations = bridge.destinations as { resolve: (p: string | null) => Promise<unknown> }
+    const resolve = destinations.resolve.bind(destinations)
+    let thrown = 0
+    destinations.resolve = async (p) => {
+      if (thrown++ === 0) throw new TypeError('injected: a bug in the broker lookup')
+      return resolve(p)
+    }
+    try {
+      const failing = rawClient(bridge.url, { origin: 'https://app.example' })
+      expect(await failing.opened).toBe(true)
+      expect((await failing.closed).code).toBe(CloseCode.INTERNAL)
+      const next = rawClient(bridge.url, { origin: 'https://app.example' })
+      const r = await next.request(ApiVersions, 3, { clientSoftwareName: 'tests', clientSoftwareVersion: '1' })
+      expect(r.errorCode).toBe(0)
+      next.ws.close()
+      await new Promise((r) => setImmediate(r))
+      expect(unhandled).toEqual([])
+      expect(bridge.metrics.render()).toMatch(/kafka_edge_bridge_rejects_total\{reason="internal_error"\} 1/)
+    } finally {
+      destinations.resolve = resolve
+    }
+  })
+})
