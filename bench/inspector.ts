@@ -12,8 +12,10 @@ export interface IsolateProfile {
   sampledMs: number
   /** Profiler.start to Profiler.stop, ms. */
   wallMs: number
-  /** The sampler's period (median delta between samples), µs. */
+  /** The sampler's tick (median of the one-tick deltas between samples, see summarize), µs. */
   periodUs: number
+  /** The median delta between samples, µs: the period before 2026-12-04's fix, for comparison. */
+  medianDeltaUs: number
   /** Sampled time less `(idle)`: the isolate running JS, native code it called, GC, or V8's own work. */
   nonIdleMs: number
   /** nonIdleMs less `(program)` and `(garbage collector)`: samples with JavaScript on the stack. */
@@ -75,16 +77,22 @@ const PSEUDO = new Set(['(idle)', '(program)', '(garbage collector)', '(root)'])
 /**
  * Self time per frame. V8's sampler records a sample only while a thread holds the isolate: when
  * workerd releases it to wait for I/O no samples come, and the next sample's time delta spans the
- * wait. So a sample counts for the sampler's period (the median delta between samples, not the
- * requested interval: signals come late on a loaded machine), not for the delta after it. The
- * sampler ticks on wall time, so a sample taken while the thread waits inside a native call that
+ * wait. So a sample counts for one tick of the sampler, not for the delta after it. The tick is
+ * not the requested interval (signals come late on a loaded machine), and not the median delta
+ * either: deltas are whole multiples of the tick (about 175, 350, 525 µs on a 2-core machine), a
+ * sample after a tick that found the isolate free has a longer one, and a Worker whose work comes
+ * in short bursts has more of those than of one-tick deltas (the median then rose to 200 to 300 µs
+ * while kafkajs's stayed at the tick). The tick is the median of the deltas under 1.5 times the
+ * 10th percentile: the one-tick deltas. The sampler ticks on wall time, so a sample taken while the thread waits inside a native call that
  * holds the isolate (a SQLite write, storage.sync()) counts as busy: the figures are upper bounds of
  * the isolate's CPU.
  */
 export function summarize(p: CpuProfile, per: number, topN = 15): IsolateProfile {
   const byId = new Map(p.nodes.map((n) => [n.id, n]))
   const deltas = p.timeDeltas.slice(1).sort((a, b) => a - b)
-  const period = deltas[Math.floor(deltas.length / 2)] ?? 0
+  const oneTick = deltas.filter((d) => d < 1.5 * (deltas[Math.floor(deltas.length / 10)] ?? 0))
+  const period = oneTick[Math.floor(oneTick.length / 2)] ?? 0
+  const medianDeltaUs = deltas[Math.floor(deltas.length / 2)] ?? 0
   const self = new Map<number, number>()
   for (const id of p.samples) self.set(id, (self.get(id) ?? 0) + period)
   const byName = (name: string) => [...self].filter(([id]) => byId.get(id)!.callFrame.functionName === name).reduce((s, [, v]) => s + v, 0)
@@ -114,7 +122,7 @@ export function summarize(p: CpuProfile, per: number, topN = 15): IsolateProfile
   const nonIdle = sampled - idle
   const ms = (us: number) => us / 1000 / per
   return {
-    sampledMs: ms(sampled), wallMs: ms(p.endTime - p.startTime), periodUs: period,
+    sampledMs: ms(sampled), wallMs: ms(p.endTime - p.startTime), periodUs: period, medianDeltaUs,
     nonIdleMs: ms(nonIdle), jsMs: ms(nonIdle - program - gc), programMs: ms(program), gcMs: ms(gc), samples: p.samples.length,
     top: [...frames].sort((a, b) => b[1] - a[1]).slice(0, topN).map(([frame, us]) => ({ frame, selfMs: ms(us), share: nonIdle > 0 ? us / nonIdle : 0 })),
     sqlBy: [...sql].sort((a, b) => b[1] - a[1]).map(([caller, us]) => ({ caller, ms: ms(us) })),

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module'
 import { UnsupportedCompressionError, WasmCoreError } from '../../src/edge/errors.js'
 import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
-import { beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
 import fc from 'fast-check'
 import { batchHeader, loadCore, NO_PRODUCER, recordBaseSize, restamp, type CompressionType, type Core, type DecodedRecord, type ProducerStamp, type RecordInput } from '../../src/edge/wasm/core.js'
 import { BatchReadError, readBatch } from '../helpers/batch-reader.js'
@@ -139,6 +139,27 @@ describe('RecordBatch v2 builder', () => {
       strings.forEach((r, i) => expect(recordBaseSize(r)).toBe(recordBaseSize(bytes[i]!)))
       expect(Buffer.compare(build(strings, stamp), build(bytes, stamp))).toBe(0)
     }), { numRuns: 300 })
+  })
+
+  it('writes strings as TextEncoder\'s bytes under workerd too, whose ASCII loop runs to 192 units', async () => {
+    // The loop's limit is read from navigator.userAgent when the module loads: load a copy as workerd would.
+    vi.stubGlobal('navigator', { userAgent: 'Cloudflare-Workers' })
+    vi.resetModules()
+    try {
+      const { writeUtf8 } = await import('../../src/edge/wasm/batch.js')
+      const enc = new TextEncoder()
+      const ascii = fc.string({ unit: fc.integer({ min: 0, max: 0x7f }).map((c) => String.fromCharCode(c)), maxLength: 260 })
+      const odd = fc.constantFrom('é', '\ud800', '\udc00', '😀', '\u0080', '\uffff')
+      const text = fc.oneof(ascii, fc.tuple(ascii, odd, ascii).map(([a, x, b]) => a + x + b), fc.string({ unit: 'binary', maxLength: 200 }))
+      fc.assert(fc.property(text, fc.integer({ min: 0, max: 7 }), (s, at) => {
+        const out = new Uint8Array(at + 3 * s.length)
+        const n = writeUtf8(out, s, at)
+        expect(Buffer.from(out.subarray(at, at + n))).toEqual(Buffer.from(enc.encode(s)))
+      }), { numRuns: 500 })
+    } finally {
+      vi.unstubAllGlobals()
+      vi.resetModules()
+    }
   })
 
   it('recordSize is the exact encoded size, for any deltas', () => {
