@@ -168,32 +168,31 @@ export function scheduleFaults(cluster: Cluster, topic: string, plan: FaultPlan,
   where: () => string, log: (msg: string) => void = () => {}): { faults: string[]; done: Promise<void>; brokerBack: () => Promise<void> } {
   const faults: string[] = []
   let back: Promise<void> = Promise.resolve()
-  const done = (async () => {
-    let restarted = plan.restartAt === undefined
-    let killed = plan.killBrokerAt === undefined
-    while (!restarted || !killed) {
-      await sleep(50)
-      const share = progress()
-      if (!restarted && share >= plan.restartAt!) {
-        restarted = true
-        faults.push(`wrangler dev restarted at ${where()}`)
+  // Each fault watches the progress on its own: a restart still under way does not hold back a kill
+  // planned for later (one loop for both put a kill planned at 60% at 90% behind a slow restart).
+  const at = async (share: number | undefined, fault: () => Promise<void>) => {
+    if (share === undefined) return
+    while (progress() < share) await sleep(50)
+    await fault()
+  }
+  const done = Promise.all([
+    at(plan.restartAt, async () => {
+      faults.push(`wrangler dev restarted at ${where()}`)
+      log(faults.at(-1)!)
+      await restart()
+    }),
+    at(plan.killBrokerAt, async () => {
+      const leader = (await leaders(cluster, topic))[0]!
+      faults.push(`broker ${leader} killed at ${where()}`)
+      log(faults.at(-1)!)
+      await killNode(cluster, leader)
+      back = sleep(plan.brokerDownMs ?? 5000).then(async () => {
+        await restartNode(cluster, leader)
+        faults.push(`broker ${leader} restarted`)
         log(faults.at(-1)!)
-        await restart()
-      }
-      if (!killed && share >= plan.killBrokerAt!) {
-        killed = true
-        const leader = (await leaders(cluster, topic))[0]!
-        faults.push(`broker ${leader} killed at ${where()}`)
-        log(faults.at(-1)!)
-        await killNode(cluster, leader)
-        back = sleep(plan.brokerDownMs ?? 5000).then(async () => {
-          await restartNode(cluster, leader)
-          faults.push(`broker ${leader} restarted`)
-          log(faults.at(-1)!)
-        })
-      }
-    }
-  })()
+      })
+    }),
+  ]).then(() => {})
   return { faults, done, brokerBack: () => back }
 }
 
