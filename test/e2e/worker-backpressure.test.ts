@@ -1,5 +1,6 @@
 // Durable accept when Kafka is out of reach, under wrangler dev: events are stored and answered 202,
-// a client's resend of the same ids adds nothing, a full backlog answers 429 with Retry-After, and
+// a client's resend of the same ids adds nothing, a full backlog answers 429 with Retry-After (an
+// OTLP export too, with its google.rpc.Status), and
 // /metrics shows the backlog and the age of its oldest event. Then Kafka comes back (a broker
 // started on the port the Worker was given) and the backlog drains into the topic exactly once.
 import { afterAll, expect, it } from 'vitest'
@@ -42,6 +43,15 @@ it('stores while Kafka is away, refuses past MAX_BACKLOG with 429 + Retry-After,
   expect(shardMetric(text, 'kafka_edge_events_rejected_total')).toBe(30)
   expect(shardMetric(text, 'kafka_edge_events_retried_ids_total')).toBe(30)
   expect(shardMetric(text, 'kafka_edge_events_produced_total')).toBe(0)
+
+  // An OTLP export into the same full backlog: 429 with Retry-After and a google.rpc.Status
+  // (RESOURCE_EXHAUSTED), as OTLP/HTTP exporters expect before they retry; nothing is stored.
+  const logs = { resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'over the backlog' } }] }] }] }
+  const otlp = await fetch(`${dev.url}/v1/logs`, { method: 'POST', body: JSON.stringify(logs), headers: { 'content-type': 'application/json' } })
+  expect(otlp.status).toBe(429)
+  expect(Number(otlp.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+  expect(await otlp.json()).toMatchObject({ code: 8, message: expect.stringMatching(/backlog full: 50 records/) })
+  expect(shardMetric(await (await fetch(`${dev.url}/metrics`)).text(), 'kafka_edge_backlog_events')).toBe(50)
 
   const cluster = await harness.up({ name, basePort, owner: process.env.KAFKA_EDGE_RUN_ID })
   try {

@@ -6,6 +6,7 @@ import { partitionForKey } from '../../src/edge/index.js'
 import { SHARD_PREFIX, shardOf, telemetryApp } from '../../src/edge/worker/app.js'
 import { decodeRecords } from '../../src/edge/worker/validate.js'
 import type { DurableObjectNamespace, Env } from '../../src/edge/worker/env.js'
+import { jsonToProto, protoToJson } from '../../src/edge/otlp/transcode.js'
 import { batchRowKey, checkpointFromJson, checkpointHead, prometheus } from '../../src/edge/worker/settings.js'
 
 describe('shardOf', () => {
@@ -141,5 +142,59 @@ describe('telemetryApp() over shards', () => {
     const res = await post(telemetryApp({ binding: 'NOPE' }), env(ns), events.slice(0, 1))
     expect(res.status).toBe(500)
     expect(((await res.json()) as { message: string }).message).toMatch(/no Durable Object binding NOPE/)
+  })
+})
+
+describe('telemetryApp() OTLP: authentication and a full backlog', () => {
+  const logs = JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'hello' } }] }] }] })
+  const otlp = (app: ReturnType<typeof telemetryApp>, e: Env, headers: Record<string, string>, type = 'application/json', body: string | Uint8Array<ArrayBuffer> = logs) =>
+    app.request('/v1/logs', { method: 'POST', body, headers: { 'content-type': type, ...headers } }, e)
+  /** Objects that answer every OTLP hand-over with `answer`, recording the paths they were sent to. */
+  const objects = (answer: () => Response) => {
+    const calls: Array<{ path: string }> = []
+    const ns: DurableObjectNamespace = { idFromName: (n) => n, get: () => ({ fetch: async (input) => { calls.push({ path: new URL(String(input)).pathname }); return answer() } }) }
+    return { ns, calls }
+  }
+  const stored = () => objects(() => Response.json({ records: 1, items: 1, rejected: 0 }))
+
+  it('takes the secret in a header of the deployer\'s naming (OTLP_AUTH_HEADER), and only there', async () => {
+    const { ns, calls } = stored()
+    const e = { ...env(ns), OTLP_AUTH_TOKEN: 's3cret', OTLP_AUTH_HEADER: 'X-OTLP-Secret' }
+    const app = telemetryApp()
+    const missing = await otlp(app, e, { authorization: 'Bearer s3cret' })
+    expect(missing.status).toBe(401)
+    expect(((await missing.json()) as { message: string }).message).toMatch(/missing x-otlp-secret header/)
+    const wrong = await otlp(app, e, { 'x-otlp-secret': 's3cret!' })
+    expect(wrong.status).toBe(401)
+    expect(((await wrong.json()) as { code: number }).code).toBe(16)
+    expect(calls).toEqual([])
+    expect((await otlp(app, e, { 'x-otlp-secret': 's3cret' })).status).toBe(200)
+    expect(calls.map((c) => c.path)).toEqual(['/otlp'])
+  })
+
+  it('takes the bearer token with or without its "Bearer " prefix in the default authorization header', async () => {
+    const { ns, calls } = stored()
+    const e = { ...env(ns), OTLP_AUTH_TOKEN: 's3cret' }
+    const app = telemetryApp()
+    expect((await otlp(app, e, {})).status).toBe(401)
+    expect((await otlp(app, e, { authorization: 'Bearer s3cre' })).status).toBe(401)
+    expect((await otlp(app, e, { authorization: 'Bearer s3cret' })).status).toBe(200)
+    expect((await otlp(app, e, { authorization: 's3cret' })).status).toBe(200)
+    expect(calls).toHaveLength(2)
+  })
+
+  it('a full backlog is 429 with the object\'s Retry-After and a google.rpc.Status in the request\'s content type', async () => {
+    const { ns } = objects(() => Response.json({ error: 'backlog full: 50 records wait' }, { status: 429, headers: { 'retry-after': '3' } }))
+    const app = telemetryApp()
+    const asJson = await otlp(app, env(ns), {})
+    expect(asJson.status).toBe(429)
+    expect(asJson.headers.get('retry-after')).toBe('3')
+    expect(asJson.headers.get('content-type')).toMatch(/^application\/json/)
+    expect(await asJson.json()).toEqual({ code: 8, message: 'backlog full: 50 records wait' })
+    const asProto = await otlp(app, env(ns), {}, 'application/x-protobuf', jsonToProto(JSON.parse(logs), 'LogsData'))
+    expect(asProto.status).toBe(429)
+    expect(asProto.headers.get('retry-after')).toBe('3')
+    expect(asProto.headers.get('content-type')).toBe('application/x-protobuf')
+    expect(protoToJson(new Uint8Array(await asProto.arrayBuffer()), 'RpcStatus')).toEqual({ code: 8, message: 'backlog full: 50 records wait' })
   })
 })
