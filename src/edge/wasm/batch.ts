@@ -241,8 +241,8 @@ const utf8Encoder = new TextEncoder()
  * Strings up to this many UTF-16 units are tried as ASCII first, skipping a subarray + encodeInto.
  * In Node, past 16 units encodeInto takes fewer instructions than the loop (callgrind, bench --
  * instructions). workerd's TextEncoder is a binding rather than a V8 builtin, so each call costs
- * more there: with the loop to 192 units, writeUtf8's self time in the Worker's isolate fell to
- * about two fifths per 100-event POST (docs/benchmarks.md, "The isolate's tick").
+ * more there: with the loop to 192 units, writeUtf8 and encodeInto together took about two fifths
+ * less of the Worker's isolate per 100-event POST (docs/benchmarks.md, "The isolate's tick").
  */
 const ASCII_FAST_PATH = (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === 'Cloudflare-Workers' ? 192 : 16
 
