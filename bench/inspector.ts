@@ -27,7 +27,16 @@ export interface IsolateProfile {
   top: Array<{ frame: string; selfMs: number; share: number }>
   /** SQLite's `exec` self time (ms) by the first named JavaScript function above it (transactionSync skipped). */
   sqlBy: Array<{ caller: string; ms: number }>
+  /**
+   * Samples with the app's request handling on the stack (hono's dispatch, the app's route handlers,
+   * APP_FRAMES): the Worker's side of a request, which Cloudflare bills as CPU time. The rest of
+   * jsMs is the Durable Object's (billed by duration), its timers and socket callbacks included.
+   */
+  appMs: number
 }
+
+/** The frames of the app Worker's request handling (src/edge/worker/app.ts names its handlers). */
+const APP_FRAMES = new Set(['#dispatch', 'telemetryEvents', 'telemetryOtlp'])
 
 export class Inspector {
   private next = 1
@@ -115,9 +124,16 @@ export function summarize(p: CpuProfile, per: number, topN = 15): IsolateProfile
     const f = byId.get(id)!.callFrame
     if (f.functionName !== 'exec' || f.url) continue
     let at = parent.get(id)
-    while (at !== undefined && ['', 'transactionSync'].includes(byId.get(at)!.callFrame.functionName)) at = parent.get(at)
+    // The object's own exec (counting rows written) wraps SQLite's: look past it too.
+    while (at !== undefined && ['', 'transactionSync', 'exec'].includes(byId.get(at)!.callFrame.functionName)) at = parent.get(at)
     const caller = at === undefined ? '(none)' : byId.get(at)!.callFrame.functionName
     sql.set(caller, (sql.get(caller) ?? 0) + us)
+  }
+  let app = 0
+  for (const [id, us] of self) {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      if (APP_FRAMES.has(byId.get(at)!.callFrame.functionName)) { app += us; break }
+    }
   }
   const nonIdle = sampled - idle
   const ms = (us: number) => us / 1000 / per
@@ -126,5 +142,6 @@ export function summarize(p: CpuProfile, per: number, topN = 15): IsolateProfile
     nonIdleMs: ms(nonIdle), jsMs: ms(nonIdle - program - gc), programMs: ms(program), gcMs: ms(gc), samples: p.samples.length,
     top: [...frames].sort((a, b) => b[1] - a[1]).slice(0, topN).map(([frame, us]) => ({ frame, selfMs: ms(us), share: nonIdle > 0 ? us / nonIdle : 0 })),
     sqlBy: [...sql].sort((a, b) => b[1] - a[1]).map(([caller, us]) => ({ caller, ms: ms(us) })),
+    appMs: ms(app),
   }
 }

@@ -88,6 +88,8 @@ interface PerRequest {
   cpu: { proxy: number; main: number; otherThreads: number }
   /** kafka-edge's durable mode: SQLite transactions that saved the producer's checkpoint, per request. */
   checkpointSavesPerRequest?: number
+  /** kafka-edge: rows SQLite wrote per request (Cloudflare bills a SQLite-backed object per row written). */
+  rowsWrittenPerRequest?: number
   /** A second pass of as many requests under the V8 profiler: the isolate's figures, and workerd's CPU meanwhile (the profiler costs some). */
   isolate?: IsolateProfile & { workerdCpuMsPerRequest: number; profile: string }
 }
@@ -117,16 +119,20 @@ async function perRequest(
     await new Promise((r) => setTimeout(r, 150))
     return times
   }
-  const saves0 = await checkpointSaves(dev)
+  const counters0 = await shardCounters(dev)
   const cpu0 = workerdCpu(dev.pgid)
   const times = await run(0)
   const cpu1 = workerdCpu(dev.pgid)
-  const saves1 = await checkpointSaves(dev)
+  const counters1 = await shardCounters(dev)
+  const perPost = (name: string) => counters0?.has(name) && counters1?.has(name) ? (counters1.get(name)! - counters0.get(name)!) / requests : undefined
+  const saves = perPost('kafka_edge_checkpoint_saves_total')
+  const rows = perPost('kafka_edge_sqlite_rows_written_total')
   const per = (k: keyof typeof cpu0) => (cpu1[k] - cpu0[k]) / requests
   const result: PerRequest = {
     impl, requests, p50Ms: percentile(times, 0.5), p99Ms: percentile(times, 0.99), cpuMsPerRequest: per('total'),
     cpu: { proxy: per('proxy'), main: per('main'), otherThreads: per('otherThreads') },
-    ...(saves0 === null || saves1 === null ? {} : { checkpointSavesPerRequest: (saves1 - saves0) / requests }),
+    ...(saves === undefined ? {} : { checkpointSavesPerRequest: saves }),
+    ...(rows === undefined ? {} : { rowsWrittenPerRequest: rows }),
   }
   if (profile) {
     const inspector = await Inspector.connect(dev.inspectorPort)
@@ -143,13 +149,17 @@ async function perRequest(
   return result
 }
 
-/** kafka_edge_checkpoint_saves_total summed over the shards, from the app's /metrics (null where the Worker has none). */
-async function checkpointSaves(dev: WranglerDev): Promise<number | null> {
+/** The shards' counters summed by name, from the app's /metrics (null where the Worker has none). */
+async function shardCounters(dev: WranglerDev): Promise<Map<string, number> | null> {
   const res = await fetch(`${dev.url}/metrics`)
   const text = await res.text()
   if (!res.ok) return null
-  const lines = text.split('\n').filter((l) => l.startsWith('kafka_edge_checkpoint_saves_total{'))
-  return lines.length === 0 ? null : lines.reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0)
+  const sums = new Map<string, number>()
+  for (const line of text.split('\n')) {
+    const m = /^(kafka_edge_\w+_total)\{.* (\S+)$/.exec(line)
+    if (m) sums.set(m[1]!, (sums.get(m[1]!) ?? 0) + Number(m[2]))
+  }
+  return sums
 }
 
 /** The V8 sampler's requested interval (µs) for the isolate profiles. */
@@ -166,6 +176,7 @@ function perRequestResults(r: PerRequest): BenchResult[] {
     { impl: r.impl, metric: 'time to answer p99', unit: 'ms', value: r.p99Ms },
   ]
   if (r.checkpointSavesPerRequest !== undefined) out.push({ impl: r.impl, metric: 'checkpoint saves per 100-event POST', unit: 'saves', value: r.checkpointSavesPerRequest })
+  if (r.rowsWrittenPerRequest !== undefined) out.push({ impl: r.impl, metric: 'SQLite rows written per 100-event POST', unit: 'rows', value: r.rowsWrittenPerRequest })
   if (r.isolate) {
     const i = r.isolate
     out.push(
@@ -175,6 +186,13 @@ function perRequestResults(r: PerRequest): BenchResult[] {
       { impl: r.impl, metric: 'isolate CPU per 100-event POST: (garbage collector)', unit: 'ms', value: i.gcMs },
       { impl: r.impl, metric: 'workerd CPU per 100-event POST while profiled', unit: 'ms', value: i.workerdCpuMsPerRequest },
     )
+    // The app's handlers are named (src/edge/worker/app.ts); a peer's Worker has none of them.
+    if (i.appMs > 0) {
+      out.push(
+        { impl: r.impl, metric: 'isolate CPU per 100-event POST: the app Worker (billed as CPU time)', unit: 'ms', value: i.appMs },
+        { impl: r.impl, metric: 'isolate CPU per 100-event POST: JavaScript outside the app (the Durable Object, billed by duration)', unit: 'ms', value: i.jsMs - i.appMs },
+      )
+    }
   }
   return out
 }

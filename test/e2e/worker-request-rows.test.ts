@@ -46,6 +46,9 @@ it('a request too long for one storage row is stored in several and produced exa
   while ((await health()).backlog !== 0) await new Promise((r) => setTimeout(r, 300))
   const metrics = await (await fetch(`${dev.url}/metrics`)).text()
   expect(metrics).toMatch(/^kafka_edge_events_retried_ids_total\{shard="0"\} 16$/m)
+  // Rows written, what Cloudflare bills the object for: the 16 ids, the request's rows (two or more:
+  // the split) and their deletes, the checkpoint's batch rows.
+  expect(shardMetric(metrics, 'kafka_edge_sqlite_rows_written_total')).toBeGreaterThanOrEqual(16 + 2 * 2)
   // The batches were saved before they went out and dropped by a later save (the removal waits up to
   // 50 ms for company, and none comes here): two saves at least, the second after the backlog read 0.
   const saves = async () => shardMetric(await (await fetch(`${dev!.url}/metrics`)).text(), 'kafka_edge_checkpoint_saves_total')

@@ -65,7 +65,9 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     return { shards, mode, limits, stub }
   }
 
-  app.post('/events', async (c) => {
+  // Named so that a CPU profile of the isolate tells the Worker's own request handling (billed as
+  // CPU time) from its Durable Objects' (billed by duration); bench/inspector.ts looks for them.
+  app.post('/events', async function telemetryEvents(c) {
     const type = c.req.header('content-type') ?? ''
     if (type && !/^application\/(json|[\w.+-]*\+json)\b/i.test(type) && !/^text\/plain\b/i.test(type)) {
       return c.json({ error: `content-type ${JSON.stringify(type)} is not accepted; send application/json` }, 415)
@@ -120,7 +122,7 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
   })
 
   for (const [route, signal] of Object.entries(OTLP_PATHS)) {
-    app.post(route, async (c) => {
+    app.post(route, async function telemetryOtlp(c) {
       const req = c.req.raw
       const type = bodyType(req.headers.get('content-type'))
       const settings = otlpSettings(c.env)

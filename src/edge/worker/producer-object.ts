@@ -148,12 +148,22 @@ export class KafkaProducerObject {
   private readonly startedMs = Date.now()
   /** When the current accepted_ids generation began (accepted_window). */
   private idsSince: number
-  private readonly stats = { accepted: 0, produced: 0, rejected: 0, relabelled: 0, retriedIds: 0, latencySum: 0, latencyCount: 0, saves: 0 }
+  private readonly stats = { accepted: 0, produced: 0, rejected: 0, relabelled: 0, retriedIds: 0, latencySum: 0, latencyCount: 0, saves: 0, rowsWritten: 0 }
 
   constructor(ctx: DurableObjectState, env: Env) {
     this.ctx = ctx
     this.env = env
-    this.sql = ctx.storage.sql
+    // Every statement goes through here so that the rows it wrote are counted: Cloudflare bills a
+    // SQLite-backed object per row written, and SQLite has done a write statement's writes (those of
+    // an INSERT ... RETURNING too) by the time exec() returns.
+    const sql = ctx.storage.sql
+    this.sql = {
+      exec: <T>(query: string, ...bindings: SqlValue[]) => {
+        const cursor = sql.exec<T>(query, ...bindings)
+        this.stats.rowsWritten += cursor.rowsWritten
+        return cursor
+      },
+    }
     this.sql.exec(`CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, key TEXT, value TEXT NOT NULL,
       ts INTEGER NOT NULL, type TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0, accepted_at INTEGER NOT NULL)`)
     // Rows not waiting (handed to the producer, taken over from a checkpoint, maybe written) are the
@@ -920,6 +930,7 @@ export class KafkaProducerObject {
       { name: 'kafka_edge_events_relabelled_total', type: 'counter', help: 'events resent with the possible-duplicate header', value: s.relabelled },
       { name: 'kafka_edge_produce_latency_seconds', type: 'summary', help: 'from accept to Kafka acknowledgement', value: s.latencySum / 1000, count: s.latencyCount },
       { name: 'kafka_edge_checkpoint_saves_total', type: 'counter', help: 'checkpoint saves (one SQLite transaction each)', value: s.saves },
+      { name: 'kafka_edge_sqlite_rows_written_total', type: 'counter', help: 'rows SQLite wrote, indexes included (what Cloudflare bills a SQLite-backed object for)', value: s.rowsWritten },
       { name: 'kafka_edge_connections_opened_total', type: 'counter', help: 'broker connections opened', value: this.connectionsOpened },
     ]
     for (const [k, v] of Object.entries(this.producer?.metrics() ?? {})) {
