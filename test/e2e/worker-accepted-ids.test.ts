@@ -71,3 +71,17 @@ it('a resend is matched for one to two windows of its accept, then the id is new
   expect((await post([...batch(100, 1), ...batch(200, 4)])).status).toBe(202)
   expect(await counters()).toEqual({ accepted: 35, retried: 36 })
 }, 180_000)
+
+it('ACCEPTED_IDS_WINDOW_SECONDS=0 remembers no ids: a resend is stored again, and no row is written per event', async () => {
+  await dev?.stop()
+  dev = await startWrangler({ KAFKA_BOOTSTRAP: '127.0.0.1:1', TELEMETRY_TOPIC: 'ids', SHARDS: '1', ACCEPTED_IDS_WINDOW_SECONDS: '0' })
+  const rowsWritten = async () => Number(/^kafka_edge_sqlite_rows_written_total\{shard="0"\} (\d+)$/m.exec(await (await fetch(`${dev!.url}/metrics`)).text())?.[1] ?? NaN)
+  const before = await rowsWritten()
+  expect((await post(batch(0, 50))).status).toBe(202)
+  expect((await post(batch(0, 50))).status).toBe(202)
+  // Both copies are stored (the consumer dedupes on the id); the ids cost no rows of their own.
+  expect(await counters()).toEqual({ accepted: 100, retried: 0 })
+  const written = (await rowsWritten()) - before
+  expect(written).toBeGreaterThanOrEqual(2)
+  expect(written).toBeLessThan(50)
+}, 120_000)

@@ -39,7 +39,9 @@ const RESUMED = 3
  * How long an accepted event id is remembered at least (ACCEPTED_IDS_WINDOW_SECONDS overrides it): a
  * client that resends a request whose 202 it never saw (a restart, a lost connection) within this
  * window is answered 202 again and nothing is stored twice. Ids are kept in two generations, each
- * spanning one window, so an id is remembered for one to two windows.
+ * spanning one window, so an id is remembered for one to two windows. ACCEPTED_IDS_WINDOW_SECONDS=0
+ * remembers none: each id is a row written, most of the rows a request writes, and Cloudflare bills
+ * rows written; without them a resend is stored again (consumers dedupe on the event id).
  */
 export const ACCEPTED_ID_WINDOW_MS = 3_600_000
 /** Rows one produce round hands to the producer at most, and their bytes (bounded memory per round). */
@@ -213,14 +215,18 @@ export class KafkaProducerObject {
     this.idsSince = this.sql.exec<{ since: number }>('SELECT since FROM accepted_window WHERE k = 0').one().since
   }
 
+  /** 0: no ids are remembered (ACCEPTED_IDS_WINDOW_SECONDS=0). */
   private idWindowMs(): number {
-    const s = Number(this.env.ACCEPTED_IDS_WINDOW_SECONDS)
+    const v = this.env.ACCEPTED_IDS_WINDOW_SECONDS?.trim()
+    if (v === '0') return 0
+    const s = Number(v)
     return s > 0 ? s * 1000 : ACCEPTED_ID_WINDOW_MS
   }
 
   /** A window after the current generation began, it becomes the older one and the older is dropped. */
   private rotateIds(now: number): void {
-    if (now - this.idsSince < this.idWindowMs()) return
+    const windowMs = this.idWindowMs()
+    if (windowMs === 0 || now - this.idsSince < windowMs) return
     this.ctx.storage.transactionSync(() => {
       this.sql.exec('DROP TABLE accepted_ids_old')
       this.sql.exec('ALTER TABLE accepted_ids RENAME TO accepted_ids_old')
@@ -600,6 +606,7 @@ export class KafkaProducerObject {
   private async accept(body: string): Promise<Response> {
     const now = Date.now()
     this.rotateIds(now)
+    const remember = this.idWindowMs() > 0
     const nl = body.indexOf('\n')
     const ids = nl < 0 ? null : body.slice(0, nl)
     const batch = nl < 0 ? body : body.slice(nl + 1)
@@ -618,9 +625,9 @@ export class KafkaProducerObject {
       // is stored.
       ;({ stored, total, seq } = this.ctx.storage.transactionSync(() => {
         if (ids === null || batch.length > ROW_CHARS) throw new Retried()
-        this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id) SELECT j.value FROM json_each(?) AS j WHERE NOT EXISTS (SELECT 1 FROM accepted_ids_old AS o WHERE o.id = j.value)', ids)
+        if (remember) this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id) SELECT j.value FROM json_each(?) AS j WHERE NOT EXISTS (SELECT 1 FROM accepted_ids_old AS o WHERE o.id = j.value)', ids)
         const row = this.sql.exec<{ seq: number; fresh: number; total: number }>(
-          'INSERT INTO requests (body, n, accepted_at) VALUES (?1, changes(), ?2) RETURNING seq, n AS fresh, json_array_length(?3) AS total', batch, now, ids).one()
+          `INSERT INTO requests (body, n, accepted_at) VALUES (?1, ${remember ? 'changes()' : 'json_array_length(?3)'}, ?2) RETURNING seq, n AS fresh, json_array_length(?3) AS total`, batch, now, ids).one()
         if (row.fresh < row.total) throw new Retried()
         if (count + row.fresh > max) throw new BacklogFull(row.fresh)
         return { stored: row.fresh, total: row.total, seq: row.seq }
@@ -628,7 +635,7 @@ export class KafkaProducerObject {
     } catch (e) {
       try {
         if (!(e instanceof Retried)) throw e
-        ;({ stored, total } = this.acceptParsed(batch, now, count, max))
+        ;({ stored, total } = this.acceptParsed(batch, now, count, max, remember))
       } catch (full) {
         if (!(full instanceof BacklogFull)) throw full
         this.stats.rejected += full.incoming
@@ -656,16 +663,16 @@ export class KafkaProducerObject {
    * A request some of whose ids this object accepted before, or too large for one row: only the
    * others are stored (none, when all were), in rows of at most ROW_CHARS.
    */
-  private acceptParsed(batch: string, now: number, count: number, max: number): { stored: number; total: number } {
+  private acceptParsed(batch: string, now: number, count: number, max: number, remember: boolean): { stored: number; total: number } {
     const records = decodeRecords(batch)
     const ids = JSON.stringify(records.map((r) => r.id))
     return this.ctx.storage.transactionSync(() => {
-      const known = new Set(this.sql.exec<{ id: string }>(`SELECT j.value AS id FROM json_each(?) AS j WHERE EXISTS (SELECT 1 FROM accepted_ids AS a WHERE a.id = j.value)
+      const known = new Set(!remember ? [] : this.sql.exec<{ id: string }>(`SELECT j.value AS id FROM json_each(?) AS j WHERE EXISTS (SELECT 1 FROM accepted_ids AS a WHERE a.id = j.value)
         OR EXISTS (SELECT 1 FROM accepted_ids_old AS o WHERE o.id = j.value)`, ids).toArray().map((r) => r.id))
       const fresh = records.filter((r) => !known.has(r.id))
       if (count + fresh.length > max) throw new BacklogFull(fresh.length)
       // Only the new ones: an id is remembered from its accept, not from its last resend.
-      if (fresh.length > 0) this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id) SELECT value FROM json_each(?)', JSON.stringify(fresh.map((r) => r.id)))
+      if (fresh.length > 0 && remember) this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id) SELECT value FROM json_each(?)', JSON.stringify(fresh.map((r) => r.id)))
       let part: string[] = []
       let chars = 0
       const flush = () => {
