@@ -113,6 +113,7 @@ export default async function run(args: string[]): Promise<void> {
       results.push({ impl, metric: 'workerd CPU per 1,000 spans', unit: 'ms', value: cpu / (total / 1000) })
       results.push({ impl, metric: 'isolate CPU per 1,000 spans (profile, non-idle; upper bound)', unit: 'ms', value: isolate.nonIdleMs })
       results.push({ impl, metric: 'isolate JavaScript per 1,000 spans (profile)', unit: 'ms', value: isolate.jsMs })
+      results.push({ impl, metric: 'isolate JavaScript per 1,000 spans: the app Worker (billed as CPU time)', unit: 'ms', value: isolate.appMs })
     } finally {
       await dev.stop()
     }
