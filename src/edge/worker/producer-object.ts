@@ -937,7 +937,7 @@ export class KafkaProducerObject {
       { name: 'kafka_edge_events_relabelled_total', type: 'counter', help: 'events resent with the possible-duplicate header', value: s.relabelled },
       { name: 'kafka_edge_produce_latency_seconds', type: 'summary', help: 'from accept to Kafka acknowledgement', value: s.latencySum / 1000, count: s.latencyCount },
       { name: 'kafka_edge_checkpoint_saves_total', type: 'counter', help: 'checkpoint saves (one SQLite transaction each)', value: s.saves },
-      { name: 'kafka_edge_sqlite_rows_written_total', type: 'counter', help: 'rows SQLite wrote, indexes included (what Cloudflare bills a SQLite-backed object for)', value: s.rowsWritten },
+      { name: 'kafka_edge_sqlite_rows_written_total', type: 'counter', help: 'rows SQLite wrote, as workerd counts them per statement (Cloudflare bills a SQLite-backed object per row written)', value: s.rowsWritten },
       { name: 'kafka_edge_connections_opened_total', type: 'counter', help: 'broker connections opened', value: this.connectionsOpened },
     ]
     for (const [k, v] of Object.entries(this.producer?.metrics() ?? {})) {
