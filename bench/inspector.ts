@@ -28,15 +28,19 @@ export interface IsolateProfile {
   /** SQLite's `exec` self time (ms) by the first named JavaScript function above it (transactionSync skipped). */
   sqlBy: Array<{ caller: string; ms: number }>
   /**
-   * Samples with the app's request handling on the stack (hono's dispatch, the app's route handlers,
-   * APP_FRAMES): the Worker's side of a request, which Cloudflare bills as CPU time. The rest of
-   * jsMs is the Durable Object's (billed by duration), its timers and socket callbacks included.
+   * Samples with the app's request handling on the stack (APP_FRAMES): the Worker's side of a
+   * request, which Cloudflare bills as CPU time. The rest of jsMs is the Durable Object's (billed by
+   * duration), its timers and socket callbacks included.
    */
   appMs: number
 }
 
-/** The frames of the app Worker's request handling (src/edge/worker/app.ts names its handlers). */
-const APP_FRAMES = new Set(['#dispatch', 'telemetryEvents', 'telemetryOtlp'])
+/**
+ * The frames of the app Worker's request handling: hono's dispatch, the route handlers
+ * src/edge/worker/app.ts names, and the async functions they await, whose code after an await runs
+ * with no caller on the stack (reading the body; the OTLP JSON transcoding; the shard's answer).
+ */
+const APP_FRAMES = new Set(['#dispatch', 'telemetryEvents', 'toShard', 'readBodyLimited', 'telemetryOtlp', 'readOtlpBody', 'readCapped', 'discardBody'])
 
 export class Inspector {
   private next = 1

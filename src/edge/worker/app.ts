@@ -66,7 +66,8 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
   }
 
   // Named so that a CPU profile of the isolate tells the Worker's own request handling (billed as
-  // CPU time) from its Durable Objects' (billed by duration); bench/inspector.ts looks for them.
+  // CPU time) from its Durable Objects' (billed by duration); bench/inspector.ts looks for them and
+  // for the async functions they await (a resumed async function has no caller on the stack).
   app.post('/events', async function telemetryEvents(c) {
     const type = c.req.header('content-type') ?? ''
     if (type && !/^application\/(json|[\w.+-]*\+json)\b/i.test(type) && !/^text\/plain\b/i.test(type)) {
@@ -88,7 +89,7 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
       else byShard.set(s, [r])
     }
     const route = mode === 'sync' ? '/produce' : '/accept'
-    const answers = await Promise.all([...byShard].map(async ([s, list]) => {
+    const answers = await Promise.all([...byShard].map(async function toShard([s, list]) {
       // A durable accept gets the ids as a JSON array on a line before the events, so the object
       // stores the events (in encodeRecords' lines) without reading them.
       const res = await stub(s).fetch(`https://producer${route}`, mode === 'sync'

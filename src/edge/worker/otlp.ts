@@ -111,7 +111,7 @@ export function authorize(req: Request, s: OtlpSettings): void {
 /** How much of a refused body is read and dropped so the connection stays usable, as servers do before a 413. */
 const DRAIN_LIMIT = 16 << 20
 
-async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+async function discardBody(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
   let discarded = 0
   while (discarded < DRAIN_LIMIT) {
     const next = await reader.read().catch(() => ({ done: true as const, value: undefined }))
@@ -136,7 +136,7 @@ async function readCapped(stream: ReadableStream<Uint8Array>, max: number, what:
     if (next.done) break
     total += next.value.byteLength
     if (total > max) {
-      if (drainRest) await drain(reader)
+      if (drainRest) await discardBody(reader)
       else reader.cancel().catch(() => {})
       throw new OtlpRequestError(413, `${what} is more than ${max} bytes; at most ${max} are accepted (OTLP_MAX_BODY_BYTES): send smaller batches`)
     }
@@ -155,7 +155,7 @@ async function readCapped(stream: ReadableStream<Uint8Array>, max: number, what:
 export async function readOtlpBody(req: Request, signal: Signal, type: BodyType, s: OtlpSettings): Promise<Uint8Array<ArrayBuffer>> {
   const declared = Number(req.headers.get('content-length') ?? NaN)
   if (declared > s.maxBodyBytes) {
-    if (req.body) await drain(req.body.getReader())
+    if (req.body) await discardBody(req.body.getReader())
     throw new OtlpRequestError(413, `body is ${declared} bytes; at most ${s.maxBodyBytes} are accepted (OTLP_MAX_BODY_BYTES): send smaller batches`)
   }
   const encoding = (req.headers.get('content-encoding') ?? 'identity').trim().toLowerCase()
