@@ -6,7 +6,7 @@
 // without the ids line in front, is still accepted and deduplicated the same way.
 import { rmSync } from 'node:fs'
 import { afterAll, expect, it } from 'vitest'
-import { snapshotWorkerWithEntry, startWrangler, type WranglerDev } from './wrangler.js'
+import { shardMetric, snapshotWorkerWithEntry, startWrangler, type WranglerDev } from './wrangler.js'
 
 let dev: WranglerDev | undefined
 let project: string | undefined
@@ -75,7 +75,7 @@ it('a resend is matched for one to two windows of its accept, then the id is new
 it('ACCEPTED_IDS_WINDOW_SECONDS=0 remembers no ids: a resend is stored again, and no row is written per event', async () => {
   await dev?.stop()
   dev = await startWrangler({ KAFKA_BOOTSTRAP: '127.0.0.1:1', TELEMETRY_TOPIC: 'ids', SHARDS: '1', ACCEPTED_IDS_WINDOW_SECONDS: '0' })
-  const rowsWritten = async () => Number(/^kafka_edge_sqlite_rows_written_total\{shard="0"\} (\d+)$/m.exec(await (await fetch(`${dev!.url}/metrics`)).text())?.[1] ?? NaN)
+  const rowsWritten = async () => shardMetric(await (await fetch(`${dev!.url}/metrics`)).text(), 'kafka_edge_sqlite_rows_written_total')
   const before = await rowsWritten()
   expect((await post(batch(0, 50))).status).toBe(202)
   expect((await post(batch(0, 50))).status).toBe(202)

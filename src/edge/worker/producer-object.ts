@@ -224,8 +224,7 @@ export class KafkaProducerObject {
   }
 
   /** A window after the current generation began, it becomes the older one and the older is dropped. */
-  private rotateIds(now: number): void {
-    const windowMs = this.idWindowMs()
+  private rotateIds(now: number, windowMs: number): void {
     if (windowMs === 0 || now - this.idsSince < windowMs) return
     this.ctx.storage.transactionSync(() => {
       this.sql.exec('DROP TABLE accepted_ids_old')
@@ -605,8 +604,9 @@ export class KafkaProducerObject {
    */
   private async accept(body: string): Promise<Response> {
     const now = Date.now()
-    this.rotateIds(now)
-    const remember = this.idWindowMs() > 0
+    const windowMs = this.idWindowMs()
+    this.rotateIds(now, windowMs)
+    const remember = windowMs > 0
     const nl = body.indexOf('\n')
     const ids = nl < 0 ? null : body.slice(0, nl)
     const batch = nl < 0 ? body : body.slice(nl + 1)
