@@ -12,6 +12,8 @@
 //   runs for hours, and V8 optimizes its per-request code only after a few thousand requests; 0 measures it cold),
 //   BENCH_RELAY_NODE (the Node binary that runs the relay, here and in `bench -- relay-cpu`; default: the bench's own),
 //   BENCH_RELAY_NODE_FLAGS (flags for it, space-separated, e.g. `--initial-old-space-size=64`: docs/relay.md#production)
+// After the relay's rounds, the same runs through bench/relay-pipe.mjs (on the same Node and flags)
+// give the floor: what moving the bytes over ws and node:net costs with no relay logic at all.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -54,19 +56,52 @@ export async function startRelayProcess(cluster: Cluster, limits: Record<string,
     env: { ...process.env, KAFKA_EDGE_BRIDGE_SECRET: SECRET, BENCH_SASL_PASSWORD: 'relay-secret' },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
-  const url = await new Promise<string>((resolve, reject) => {
+  const url = await listeningUrl(child)
+  return { child, url, http: url.replace(/^ws/, 'http').replace(/\/kafka$/, ''), pid: child.pid! }
+}
+
+/** The URL a relay (or bench/relay-pipe.mjs) logs once it listens; its later output keeps draining. */
+export function listeningUrl(child: ChildProcess): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
     let buf = ''
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString()
-      for (const line of buf.split('\n')) {
-        if (line.includes('"listening"')) resolve(JSON.parse(line).url as string)
-      }
+      const m = /"event":"listening".*?"url":"([^"]+)"/.exec(buf)
+      if (m) resolve(m[1]!)
       if (buf.length > 100_000) buf = buf.slice(-10_000)
     })
-    child.once('exit', (code) => reject(new Error(`relay exited ${code}`)))
+    child.once('exit', (code) => reject(new Error(`${child.spawnargs.slice(-3).join(' ')} exited ${code}`)))
   })
-  child.stdout!.resume()
-  return { child, url, http: url.replace(/^ws/, 'http').replace(/\/kafka$/, ''), pid: child.pid! }
+}
+
+/**
+ * The floor: the same full-speed runs through bench/relay-pipe.mjs, a pipe on the relay's stack that
+ * does nothing a relay could skip, as its own process on the relay's Node and flags.
+ */
+async function pipeFloor(cluster: Cluster, run: (url: string) => Promise<{ records: number; ms: number }>): Promise<{ rate: number; cpuMs: number; records: number; rounds: number[] }> {
+  const child = spawn(RELAY_NODE, [...RELAY_NODE_FLAGS, join('bench', 'relay-pipe.mjs'), cluster.bootstrap], { stdio: ['ignore', 'pipe', 'inherit'] })
+  try {
+    const url = await listeningUrl(child)
+    for (let i = 0; i < RELAY_WARMUP; i++) await run(url)
+    let rate = 0
+    let cpu = 0
+    let records = 0
+    const rounds: number[] = []
+    for (let i = 0; i < ROUNDS; i++) {
+      const cpu0 = cpuMs(child.pid!)
+      const r = await run(url)
+      const roundCpu = cpuMs(child.pid!) - cpu0
+      cpu += roundCpu
+      records += r.records
+      rate = Math.max(rate, r.records / (r.ms / 1000))
+      rounds.push(Math.round((roundCpu * 1000 / r.records) * 1000) / 1000)
+      console.log(`floor round ${i + 1}: relay-pipe ${Math.round(r.records / (r.ms / 1000)).toLocaleString()} records/s, ${(roundCpu * 1000 / r.records).toFixed(2)} cpu-us/record`)
+    }
+    return { rate, cpuMs: cpu, records, rounds }
+  } finally {
+    child.kill('SIGTERM')
+    if (child.exitCode === null) await new Promise((r) => child.once('exit', r))
+  }
 }
 
 /** user+system CPU of a process in ms (Linux /proc; 100 ticks/s). */
@@ -173,6 +208,8 @@ export default async function bridge(): Promise<void> {
         + `Produce p50/p99 direct ${dL.p50.toFixed(2)}/${dL.p99.toFixed(2)} ms, relay ${rL.p50.toFixed(2)}/${rL.p99.toFixed(2)} ms; relay ${relayCpuUsPerRecord.toFixed(2)} cpu-us/record`)
     }
     const median = added.sort((x, y) => x.p99 - y.p99)[Math.floor(added.length / 2)]!
+    const floor = await pipeFloor(cluster, (url) => full('kafka-edge-relay', 'relay:443', { BENCH_RELAY_URL: url, BENCH_RELAY_TOKEN: tokenFor('bench') }))
+    const bytesPerRecord = relayBytes / relayRecords
     const results: BenchResult[] = [
       { impl: 'kafka-edge-direct', metric: 'records/s', unit: 'records/s', value: Math.round(direct.rate) },
       { impl: 'kafka-edge-relay', metric: 'records/s', unit: 'records/s', value: Math.round(viaWs.rate) },
@@ -187,6 +224,9 @@ export default async function bridge(): Promise<void> {
       { impl: 'kafka-edge-relay', metric: 'added p50-ms', unit: 'ms', value: median.p50 },
       { impl: 'kafka-edge-relay', metric: 'added p99-ms', unit: 'ms', value: median.p99 },
       { impl: 'kafka-edge-relay', metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: relayCpu / (relayBytes / 1e6) },
+      { impl: 'relay-pipe (floor)', metric: 'records/s', unit: 'records/s', value: Math.round(floor.rate) },
+      { impl: 'relay-pipe (floor)', metric: 'relay cpu-us/record', unit: 'us', value: (floor.cpuMs * 1000) / floor.records },
+      { impl: 'relay-pipe (floor)', metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: floor.cpuMs / (floor.records * bytesPerRecord / 1e6) },
       ...(CONNECTIONS > 0 ? await load(relay, topic) : []),
     ]
     printTable(results, 'kafka-edge-direct')
@@ -197,6 +237,8 @@ export default async function bridge(): Promise<void> {
       latency: 'each Produce request of the full-speed runs, from its write to the transport to its response (matched by correlation id); p50/p99 per path and round; the added p50/p99 are the relay\'s minus the direct path\'s in the same round, and the round reported is the median by added p99',
       latencyRounds: added.map((x) => ({ direct: x.direct, relay: x.relay, addedP50: x.p50, addedP99: x.p99, relayCpuUsPerRecord: x.relayCpuUsPerRecord })),
       relayWarmup: `${RELAY_WARMUP} full-speed run(s) through the relay before the measured rounds, not counted`,
+      floor: `bench/relay-pipe.mjs on the relay's Node and flags: each WebSocket message written to the broker's PLAINTEXT listener, the broker's stream split into one message per frame, nothing else (no token, inspection, limits, SASL or backpressure); ${RELAY_WARMUP} warm-up run(s) and ${ROUNDS} rounds after the relay's, CPU summed over the rounds; its ms/MB uses the relay rounds' bytes per record`,
+      floorRounds: floor.rounds,
       loadConnections: CONNECTIONS, relay: 'separate process, SCRAM-SHA-512 to the SASL listener; direct = PLAINTEXT listener of the same broker',
       node: spawnSync(peers.NODE22, ['--version'], { encoding: 'utf8' }).stdout.trim(),
       relayNode: relayNodeVersion(),

@@ -7,6 +7,8 @@
 //   confluent           @confluentinc/kafka-javascript (librdkafka), when it builds here (bench/peers.ts)
 //   platformatic(-idempotent)  @platformatic/kafka, send() of 1000 messages per call
 //   kafkajs(-idempotent)       kafkajs 2.2.4, send() of 1000 messages per call
+//   floor               not a producer: kafka-edge's payload generator and WASM encoder alone (no
+//                       accumulator, sender, network or broker), the cost of the workload itself
 //   kafka-edge-sasl-ssl, java-sasl-ssl   kafka-edge and Java over the broker's SASL_SSL listener (TLS
 //                       1.3, SCRAM-SHA-512), at 100-byte values with lz4 only
 // Every config of the matrix (value size x compression) runs every peer once per round, the order of
@@ -71,12 +73,15 @@ const PEERS = [
   { impl: 'kafkajs-idempotent', runtime: 'node22', js: true },
   { impl: 'kafkajs', runtime: 'node22', js: true },
   { impl: 'kafka-edge-node20', runtime: 'node20', js: false },
+  { impl: 'floor', runtime: 'node22', js: false },
 ] as const
 /** The JavaScript peers the ">= 2x the best JavaScript peer" target compares with. */
 const JS_PEERS = ['confluent', 'platformatic-idempotent', 'platformatic', 'kafkajs-idempotent', 'kafkajs']
 
 export interface ChildResult {
   records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number; maxOutstanding?: number; firstError?: string; brokerCpuUs?: number
+  /** floor only: the CPU of the payload generator alone over the same records, in µs. */
+  generatorCpuUs?: number
   /** With BENCH_REQUEST_LATENCY=1 (kafka-edge only): each Produce request's write-to-response time, in ms. */
   produceLatencyMs?: { p50: number; p99: number; requests: number }
 }
@@ -258,6 +263,7 @@ function writeResults(name: string, o: Outcome): void {
     row(impl, config, 'cpu-us/record', 'us', round3(r.cpuLoopUs / r.records))
     row(impl, config, 'cpu-us/record (whole process)', 'us', round3(r.cpuTotalUs / r.records))
     if (r.brokerCpuUs !== undefined) row(impl, config, 'broker cpu-us/record', 'us', round3(r.brokerCpuUs / r.records))
+    if (r.generatorCpuUs !== undefined) row(impl, config, 'generator cpu-us/record', 'us', round3(r.generatorCpuUs / r.records))
   }
   const v = (impl: string, c: Config, metric: string) => results.find((x) => x.impl === impl && x.metric === `${metric} @${configName(c)}`)?.value ?? NaN
   // The targets, per config: kafka-edge (Node 22, as every other Node peer) against Java and the best JavaScript peer.
@@ -282,6 +288,8 @@ function writeResults(name: string, o: Outcome): void {
     ...(small ? {
       '100B lz4 whole-process cpu-us/record (<= 1.0)': round3(v('kafka-edge', small, 'cpu-us/record (whole process)')),
       '100B lz4 records/s vs Java (>= 2)': round3(v('kafka-edge', small, 'records/s') / v('java', small, 'records/s')),
+      '100B lz4 floor whole-process cpu-us/record (generator and WASM encoding, no producer)': round3(v('floor', small, 'cpu-us/record (whole process)')),
+      '100B lz4 floor: the generator alone, cpu-us/record': round3(v('floor', small, 'generator cpu-us/record')),
     } : {}),
     ...Object.fromEntries(o.configs.filter((c) => c.valueBytes === 1024).map((c) => [
       `${configName(c)} cpu/record vs Java (<= 0.5)`, round3(v('kafka-edge', c, 'cpu-us/record') / v('java', c, 'cpu-us/record')),
@@ -299,6 +307,7 @@ function writeResults(name: string, o: Outcome): void {
     peers: {
       'kafka-edge': `one send() per record (the payload array reused, as Java), ${SEND_FORM === 'callback' ? 'with a callback, as ProducerPerformance\'s send(record, callback)' : 'a .then per record as an application awaiting each send would'}, yields to the event loop (setImmediate) every 1024 sends, waits when ~24 MB of records are unacknowledged (200k at 100 B); linger.ms=${LINGER_MS}, batch.size=16384 (defaults), enable.idempotence=true, acks=all; Node ${o.versions.node22}`,
       'kafka-edge-node20': `the same child under the repo's Node (${process.version})`,
+      floor: `not a producer: the kafka-edge child's payload generator and the WASM encoder alone (RecordBatch v2, the config's codec, batches closed at 16384 bytes before compression), no accumulator, sender, network or broker; first the generator alone over the same number of records (generator cpu-us/record), then both; what the workload costs before any producer work, Node ${o.versions.node22}`,
       java: `ProducerPerformance (${PAYLOAD === 'pool' ? '--payload-file' : '--record-size: refills one payload array per record'}) --throughput -1 --producer-props acks=all enable.idempotence=true linger.ms=${LINGER_MS} compression.type=<codec> (batch.size 16384, max.in.flight 5: defaults; JVM -Xmx512M); ${o.versions.java}`,
       confluent: `KafkaJS-compatible API with librdkafka properties: enable.idempotence=true, acks=all, linger.ms=${LINGER_MS}, compression.type=<codec> (batch.num.messages 10000, batch.size 1 MB, max.in.flight 5 under idempotence: librdkafka defaults); send() of ${PER_CALL} messages per call, 10 calls in flight (10,000 messages unawaited, as confluent's own examples/performance)`,
       platformatic: `send() of ${PER_CALL} messages per call (Buffer copies), acks=-1, 5 calls in flight (maxInflights 5 per connection, the default)`,
@@ -481,16 +490,54 @@ async function child(args: string[]): Promise<void> {
     }).observe({ entryTypes: ['gc'] })
   }
   let result: ChildResult
-  if (impl.startsWith('kafka-edge')) result = await childEdge(bootstrap, topic, n, compression, next, Number(bytesText))
+  if (impl === 'floor') result = await childFloor(n, compression, next)
+  else if (impl.startsWith('kafka-edge')) result = await childEdge(bootstrap, topic, n, compression, next, Number(bytesText))
   else if (impl.startsWith('platformatic')) result = await childPlatformatic(impl === 'platformatic-idempotent', bootstrap, topic, n, compression, next)
   else if (impl === 'confluent') result = await childConfluent(bootstrap, topic, n, compression, next)
   else result = await childKafkajs(impl === 'kafkajs-idempotent', bootstrap, topic, n, compression, next)
   const total = process.cpuUsage()
-  result.cpuTotalUs = total.user + total.system
+  // The floor's generator-only pass is a figure of its own, not part of its whole process.
+  result.cpuTotalUs = total.user + total.system - (result.generatorCpuUs ?? 0)
   // perf_hooks kinds: 1 scavenge (minor), 2 mark-sweep-compact (major), 4 incremental marking, 8 weak callbacks.
   if (gc.size > 0) console.error(`  ${impl} gc: ${[...gc].map(([k, g]) => `kind ${k}: ${g.n}x ${g.ms.toFixed(0)} ms`).join(', ')}`)
   process.stdout.write(JSON.stringify(result) + '\n')
   process.exit(0)
+}
+
+/**
+ * The floor under every kafka-edge figure: the same generator, then the same WASM encoding the
+ * producer does (records appended into RecordBatch v2 batches, finished with the codec and CRC),
+ * and nothing else. Timestamps and the batch stamp are fixed: the clock and sequences are producer work.
+ */
+async function childFloor(n: number, compression: string, next: PayloadSource): Promise<ChildResult> {
+  const { loadCore, recordBaseSize } = await import('../src/edge/wasm/core.js')
+  const core = await loadCore()
+  const stamp = { producerId: 1000n, producerEpoch: 0, baseSequence: 0, transactional: false }
+  let sink = 0
+  const generate = (count: number) => { for (let i = 0; i < count; i++) sink += next.next()[0]! }
+  const encode = (count: number) => {
+    let batch = core.openBatch({ compression: compression as 'lz4' })
+    for (let i = 0; i < count; i++) {
+      const record = { key: null, value: next.next(), timestamp: 1_700_000_000_000 }
+      if (batch.recordCount > 0 && batch.estimatedSizeWith(record, recordBaseSize(record)) > 16384) {
+        sink += batch.finish(stamp).length
+        batch = core.openBatch({ compression: compression as 'lz4' })
+      }
+      batch.append(record)
+    }
+    if (batch.recordCount > 0) sink += batch.finish(stamp).length
+  }
+  // No warm-up of its own, as the producer child has none: the JIT's work counts in both.
+  const g0 = process.cpuUsage()
+  generate(n)
+  const g = process.cpuUsage(g0)
+  const cpu0 = process.cpuUsage()
+  const t0 = performance.now()
+  encode(n)
+  const ms = performance.now() - t0
+  const cpu = process.cpuUsage(cpu0)
+  if (sink === 0) throw new Error('floor: nothing was encoded')
+  return { records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors: 0, generatorCpuUs: g.user + g.system }
 }
 
 async function childEdge(bootstrap: string, topic: string, n: number, compression: string, next: PayloadSource, valueBytes: number): Promise<ChildResult> {

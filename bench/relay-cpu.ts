@@ -12,6 +12,8 @@
 //     and at 50/s it still sleeps between requests, as it does at 170/s natively), 600 minus 100
 //     requests. The neighbours cannot move these figures. BENCH_CALLGRIND_WARMUP=<n> sends n requests
 //     first in every callgrind run, so that the code compiled while the relay warms up drops out too.
+//   - the same two for bench/relay-pipe.mjs (the floor: a pipe on the relay's Node, ws and node:net
+//     that forwards the bytes and nothing else), so the relay's own work is the difference.
 // BENCH_RELAY_BIN=<path to kafka-edge.js> measures another build (e.g. a checkout of main) the same way.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -22,7 +24,7 @@ import { join } from 'node:path'
 import WebSocket from 'ws'
 import { signToken } from '../src/bridge/token.js'
 import { Produce, encodeRequest, encodeResponse } from '../src/edge/protocol/index.js'
-import { RELAY_NODE, RELAY_NODE_FLAGS, SECRET, cpuMs, relayNodeVersion } from './bridge.js'
+import { RELAY_NODE, RELAY_NODE_FLAGS, SECRET, cpuMs, listeningUrl, relayNodeVersion } from './bridge.js'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
 
 const VERSION = 11
@@ -59,6 +61,12 @@ function stubBroker(): Promise<Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
 }
 
+/** bench/relay-pipe.mjs on the relay's Node and flags, pointed at the stub: the floor under the relay's figures. */
+async function startPipe(brokerPort: number): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(RELAY_NODE, [...RELAY_NODE_FLAGS, join('bench', 'relay-pipe.mjs'), `127.0.0.1:${brokerPort}`], { stdio: ['ignore', 'pipe', 'inherit'] })
+  return { child, url: await listeningUrl(child) }
+}
+
 /** The relay, pointed at the stub; under callgrind when `callgrindOut` names the output file. */
 async function startRelay(brokerPort: number, callgrindOut?: string): Promise<{ child: ChildProcess; url: string }> {
   const config = join(mkdtempSync(join(tmpdir(), 'kafka-edge-relay-cpu-')), 'bridge.json')
@@ -72,16 +80,7 @@ async function startRelay(brokerPort: number, callgrindOut?: string): Promise<{ 
   const child = callgrindOut
     ? spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${callgrindOut}`, RELAY_NODE, ...RELAY_NODE_FLAGS, '--predictable', ...argv], { env, stdio: ['ignore', 'pipe', 'ignore'] })
     : spawn(RELAY_NODE, [...RELAY_NODE_FLAGS, ...argv], { env, stdio: ['ignore', 'pipe', 'inherit'] })
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = ''
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString()
-      const m = /"event":"listening".*?"url":"([^"]+)"/.exec(buf)
-      if (m) resolve(m[1]!)
-    })
-    child.once('exit', (code) => reject(new Error(`relay exited ${code}`)))
-  })
-  return { child, url }
+  return { child, url: await listeningUrl(child) }
 }
 
 async function stopRelay(child: ChildProcess): Promise<void> {
@@ -133,8 +132,8 @@ async function client(url: string): Promise<Client> {
 }
 
 /** Relay CPU over `n` requests after a warm-up, best of `rounds`. */
-async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number, rounds: number): Promise<{ us: number; frameBytes: number; load: number }> {
-  const relay = await startRelay(brokerPort)
+async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number, rounds: number, pipe = false): Promise<{ us: number; frameBytes: number; load: number }> {
+  const relay = pipe ? await startPipe(brokerPort) : await startRelay(brokerPort)
   try {
     const c = await client(relay.url)
     await c.run(pacedPerSec > 0 ? 300 : 2000, pacedPerSec)
@@ -174,6 +173,8 @@ export default async function relayCpu(): Promise<void> {
     const loadBefore = loadavg()
     const saturated = await cpuPerRequest(port, 5000, 0, 3)
     const paced = await cpuPerRequest(port, 1000, RATE, 2)
+    const pipeSaturated = await cpuPerRequest(port, 5000, 0, 3, true)
+    const pipePaced = await cpuPerRequest(port, 1000, RATE, 2, true)
     // Bytes on the WebSocket side, as kafka_edge_bridge_bytes_total counts them: request and answer frames.
     const mbPerRequest = (saturated.frameBytes + ANSWER.length) / 1e6
     const results: BenchResult[] = [
@@ -181,6 +182,10 @@ export default async function relayCpu(): Promise<void> {
       { impl: 'relay-saturated', metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: saturated.us / 1000 / mbPerRequest },
       { impl: `relay-paced-${RATE}`, metric: 'relay cpu-us/request', unit: 'us', value: paced.us },
       { impl: `relay-paced-${RATE}`, metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: paced.us / 1000 / mbPerRequest },
+      { impl: 'pipe-saturated (floor)', metric: 'relay cpu-us/request', unit: 'us', value: pipeSaturated.us },
+      { impl: 'pipe-saturated (floor)', metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: pipeSaturated.us / 1000 / mbPerRequest },
+      { impl: `pipe-paced-${RATE} (floor)`, metric: 'relay cpu-us/request', unit: 'us', value: pipePaced.us },
+      { impl: `pipe-paced-${RATE} (floor)`, metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: pipePaced.us / 1000 / mbPerRequest },
     ]
     if (process.env.BENCH_CALLGRIND === '1') {
       if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('BENCH_CALLGRIND=1 needs valgrind (apt-get install valgrind)')
@@ -191,6 +196,7 @@ export default async function relayCpu(): Promise<void> {
     printTable(results, 'relay-saturated')
     const file = writeReport(report('relay-cpu', {
       relay: BIN, relayNode: relayNodeVersion(), request: `Produce v${VERSION}, ${PARTITIONS} partitions of ${BATCH_BYTES} B batches, ${saturated.frameBytes} B framed, acks=-1`,
+      floor: 'bench/relay-pipe.mjs on the same Node and flags, measured the same way: each message written to the stub broker, its stream split into one message per frame, nothing else (no token, inspection, limits or backpressure)',
       saturated: '5 requests in flight, 5,000 requests per round, best of 3 rounds after 2,000 warm-up', paced: `${RATE} requests/s, 1,000 per round, best of 2 after 300 warm-up`,
       ...(process.env.BENCH_CALLGRIND === '1' ? { callgrind: `saturated: 1,200 minus 200 requests; paced at ${CALLGRIND_RATE}/s: 600 minus 100; ${CALLGRIND_WARMUP} warm-up requests in each run` } : {}),
       loadAverage: { before: loadBefore, saturated: saturated.load, paced: paced.load, after: loadavg() },
