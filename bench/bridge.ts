@@ -12,8 +12,8 @@
 //   runs for hours, and V8 optimizes its per-request code only after a few thousand requests; 0 measures it cold),
 //   BENCH_RELAY_NODE (the Node binary that runs the relay, here and in `bench -- relay-cpu`; default: the bench's own),
 //   BENCH_RELAY_NODE_FLAGS (flags for it, space-separated, e.g. `--initial-old-space-size=64`: docs/relay.md#production)
-// After the relay's rounds, the same runs through bench/relay-pipe.mjs (on the same Node and flags)
-// give the floor: what moving the bytes over ws and node:net costs with no relay logic at all.
+// Each round also runs the producer through bench/relay-pipe.mjs (the relay's Node and flags), right
+// after the relay: the floor, what moving the bytes over ws and node:net costs with no relay logic.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -74,34 +74,10 @@ export function listeningUrl(child: ChildProcess): Promise<string> {
   })
 }
 
-/**
- * The floor: the same full-speed runs through bench/relay-pipe.mjs, a pipe on the relay's stack that
- * does nothing a relay could skip, as its own process on the relay's Node and flags.
- */
-async function pipeFloor(cluster: Cluster, run: (url: string) => Promise<{ records: number; ms: number }>): Promise<{ rate: number; cpuMs: number; records: number; rounds: number[] }> {
-  const child = spawn(RELAY_NODE, [...RELAY_NODE_FLAGS, join('bench', 'relay-pipe.mjs'), cluster.bootstrap], { stdio: ['ignore', 'pipe', 'inherit'] })
-  try {
-    const url = await listeningUrl(child)
-    for (let i = 0; i < RELAY_WARMUP; i++) await run(url)
-    let rate = 0
-    let cpu = 0
-    let records = 0
-    const rounds: number[] = []
-    for (let i = 0; i < ROUNDS; i++) {
-      const cpu0 = cpuMs(child.pid!)
-      const r = await run(url)
-      const roundCpu = cpuMs(child.pid!) - cpu0
-      cpu += roundCpu
-      records += r.records
-      rate = Math.max(rate, r.records / (r.ms / 1000))
-      rounds.push(Math.round((roundCpu * 1000 / r.records) * 1000) / 1000)
-      console.log(`floor round ${i + 1}: relay-pipe ${Math.round(r.records / (r.ms / 1000)).toLocaleString()} records/s, ${(roundCpu * 1000 / r.records).toFixed(2)} cpu-us/record`)
-    }
-    return { rate, cpuMs: cpu, records, rounds }
-  } finally {
-    child.kill('SIGTERM')
-    if (child.exitCode === null) await new Promise((r) => child.once('exit', r))
-  }
+/** bench/relay-pipe.mjs on the relay's Node and flags: the floor, a pipe on the relay's stack that does nothing a relay could skip. */
+export async function startPipe(broker: string): Promise<{ child: ChildProcess; url: string; pid: number }> {
+  const child = spawn(RELAY_NODE, [...RELAY_NODE_FLAGS, join('bench', 'relay-pipe.mjs'), broker], { stdio: ['ignore', 'pipe', 'inherit'] })
+  return { child, url: await listeningUrl(child), pid: child.pid! }
 }
 
 /** user+system CPU of a process in ms (Linux /proc; 100 ticks/s). */
@@ -160,6 +136,7 @@ export default async function bridge(): Promise<void> {
   process.env.KAFKA_EDGE_BROKER_JVM_OPTS ??= '-Xms1g -Xmx1g -XX:+UseParallelGC'
   const cluster = await ensureCluster({ nodes: 1, name: 'relay', sasl: true })
   const relay = await startRelayProcess(cluster)
+  const pipe = await startPipe(cluster.bootstrap)
   const loadBefore = loadavg()
   try {
     const topic = uniqueTopic('bench-relay')
@@ -169,6 +146,7 @@ export default async function bridge(): Promise<void> {
       nodeChild(peers.NODE22, childJs, impl, bootstrap, topic, RECORDS, settings, false, { BENCH_REQUEST_LATENCY: '1', ...env })
     await full('kafka-edge', cluster.bootstrap, {}) // warms the broker
     const viaRelayEnv = { BENCH_RELAY_URL: relay.url, BENCH_RELAY_TOKEN: tokenFor('bench') }
+    const viaPipeEnv = { BENCH_RELAY_URL: pipe.url, BENCH_RELAY_TOKEN: tokenFor('bench') }
     // Each round reads the relay's byte counter over HTTP. After a relay's first plain HTTP request
     // (this scrape, as a Prometheus scrape soon after start) V8 drops and recompiles some sixty
     // optimized functions of the WebSocket path: once in the relay's life, so before the warm-up,
@@ -178,12 +156,14 @@ export default async function bridge(): Promise<void> {
       const cpu0 = cpuMs(relay.pid)
       const w = await full('kafka-edge-relay', 'relay:443', viaRelayEnv)
       console.log(`relay warm-up ${i + 1}: ${Math.round(w.records / (w.ms / 1000)).toLocaleString()} records/s, relay ${((cpuMs(relay.pid) - cpu0) * 1000 / w.records).toFixed(2)} cpu-us/record (not counted)`)
+      await full('kafka-edge-relay', 'relay:443', viaPipeEnv)
     }
     let direct = { rate: 0, cpu: 0 }
     let viaWs = { rate: 0, cpu: 0 }
     let relayCpu = 0
     let relayBytes = 0
     let relayRecords = 0
+    const floor = { rate: 0, cpuMs: 0, records: 0, rounds: [] as number[] }
     // Per round, each path's Produce round trips at full speed (p50, p99): what the relay adds is
     // judged on the median round, so one noisy round on this shared machine decides nothing.
     const added: Array<{ p50: number; p99: number; direct: { p50: number; p99: number }; relay: { p50: number; p99: number }; relayCpuUsPerRecord: number }> = []
@@ -204,11 +184,19 @@ export default async function bridge(): Promise<void> {
       const rL = r.produceLatencyMs!
       const relayCpuUsPerRecord = (roundCpu * 1000) / r.records
       added.push({ p50: rL.p50 - dL.p50, p99: rL.p99 - dL.p99, direct: dL, relay: rL, relayCpuUsPerRecord })
+      // The floor in the same round, right after the relay: the same run through the pipe.
+      const pipeCpu0 = cpuMs(pipe.pid)
+      const f = await full('kafka-edge-relay', 'relay:443', viaPipeEnv)
+      const pipeCpu = cpuMs(pipe.pid) - pipeCpu0
+      floor.cpuMs += pipeCpu
+      floor.records += f.records
+      floor.rate = Math.max(floor.rate, f.records / (f.ms / 1000))
+      floor.rounds.push(Math.round(pipeCpu * 1000 / f.records * 1000) / 1000)
       console.log(`round ${i + 1}: direct ${Math.round(dRate).toLocaleString()} records/s, relay ${Math.round(rRate).toLocaleString()} records/s (${(rRate / dRate).toFixed(2)}x); `
-        + `Produce p50/p99 direct ${dL.p50.toFixed(2)}/${dL.p99.toFixed(2)} ms, relay ${rL.p50.toFixed(2)}/${rL.p99.toFixed(2)} ms; relay ${relayCpuUsPerRecord.toFixed(2)} cpu-us/record`)
+        + `Produce p50/p99 direct ${dL.p50.toFixed(2)}/${dL.p99.toFixed(2)} ms, relay ${rL.p50.toFixed(2)}/${rL.p99.toFixed(2)} ms; relay ${relayCpuUsPerRecord.toFixed(2)} cpu-us/record; `
+        + `floor (relay-pipe) ${Math.round(f.records / (f.ms / 1000)).toLocaleString()} records/s, ${(pipeCpu * 1000 / f.records).toFixed(2)} cpu-us/record`)
     }
     const median = added.sort((x, y) => x.p99 - y.p99)[Math.floor(added.length / 2)]!
-    const floor = await pipeFloor(cluster, (url) => full('kafka-edge-relay', 'relay:443', { BENCH_RELAY_URL: url, BENCH_RELAY_TOKEN: tokenFor('bench') }))
     const bytesPerRecord = relayBytes / relayRecords
     const results: BenchResult[] = [
       { impl: 'kafka-edge-direct', metric: 'records/s', unit: 'records/s', value: Math.round(direct.rate) },
@@ -237,7 +225,7 @@ export default async function bridge(): Promise<void> {
       latency: 'each Produce request of the full-speed runs, from its write to the transport to its response (matched by correlation id); p50/p99 per path and round; the added p50/p99 are the relay\'s minus the direct path\'s in the same round, and the round reported is the median by added p99',
       latencyRounds: added.map((x) => ({ direct: x.direct, relay: x.relay, addedP50: x.p50, addedP99: x.p99, relayCpuUsPerRecord: x.relayCpuUsPerRecord })),
       relayWarmup: `${RELAY_WARMUP} full-speed run(s) through the relay before the measured rounds, not counted`,
-      floor: `bench/relay-pipe.mjs on the relay's Node and flags: each WebSocket message written to the broker's PLAINTEXT listener, the broker's stream split into one message per frame, nothing else (no token, inspection, limits, SASL or backpressure); ${RELAY_WARMUP} warm-up run(s) and ${ROUNDS} rounds after the relay's, CPU summed over the rounds; its ms/MB uses the relay rounds' bytes per record`,
+      floor: `bench/relay-pipe.mjs on the relay's Node and flags: each WebSocket message written to the broker's PLAINTEXT listener, the broker's stream split into one message per frame, nothing else (no token, inspection, limits, SASL or backpressure); a warm-up run after each of the relay's, then in every round right after the relay's run, CPU summed over the rounds; its ms/MB uses the relay rounds' bytes per record`,
       floorRounds: floor.rounds,
       loadConnections: CONNECTIONS, relay: 'separate process, SCRAM-SHA-512 to the SASL listener; direct = PLAINTEXT listener of the same broker',
       node: spawnSync(peers.NODE22, ['--version'], { encoding: 'utf8' }).stdout.trim(),
@@ -246,7 +234,10 @@ export default async function bridge(): Promise<void> {
     }, results))
     console.log(`wrote ${file}`)
   } finally {
-    relay.child.kill('SIGTERM')
-    await new Promise((r) => relay.child.once('exit', r))
+    for (const p of [relay.child, pipe.child]) {
+      const exited = new Promise((r) => p.once('exit', r))
+      p.kill('SIGTERM')
+      await exited
+    }
   }
 }

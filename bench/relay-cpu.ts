@@ -24,7 +24,7 @@ import { join } from 'node:path'
 import WebSocket from 'ws'
 import { signToken } from '../src/bridge/token.js'
 import { Produce, encodeRequest, encodeResponse } from '../src/edge/protocol/index.js'
-import { RELAY_NODE, RELAY_NODE_FLAGS, SECRET, cpuMs, listeningUrl, relayNodeVersion } from './bridge.js'
+import { RELAY_NODE, RELAY_NODE_FLAGS, SECRET, cpuMs, listeningUrl, relayNodeVersion, startPipe } from './bridge.js'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
 
 const VERSION = 11
@@ -59,12 +59,6 @@ function stubBroker(): Promise<Server> {
     })
   })
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
-}
-
-/** bench/relay-pipe.mjs on the relay's Node and flags, pointed at the stub: the floor under the relay's figures. */
-async function startPipe(brokerPort: number): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(RELAY_NODE, [...RELAY_NODE_FLAGS, join('bench', 'relay-pipe.mjs'), `127.0.0.1:${brokerPort}`], { stdio: ['ignore', 'pipe', 'inherit'] })
-  return { child, url: await listeningUrl(child) }
 }
 
 /** The relay, pointed at the stub; under callgrind when `callgrindOut` names the output file. */
@@ -133,7 +127,7 @@ async function client(url: string): Promise<Client> {
 
 /** Relay CPU over `n` requests after a warm-up, best of `rounds`. */
 async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number, rounds: number, pipe = false): Promise<{ us: number; frameBytes: number; load: number }> {
-  const relay = pipe ? await startPipe(brokerPort) : await startRelay(brokerPort)
+  const relay = pipe ? await startPipe(`127.0.0.1:${brokerPort}`) : await startRelay(brokerPort)
   try {
     const c = await client(relay.url)
     await c.run(pacedPerSec > 0 ? 300 : 2000, pacedPerSec)
