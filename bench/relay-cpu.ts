@@ -12,8 +12,8 @@
 //     and at 50/s it still sleeps between requests, as it does at 170/s natively), 600 minus 100
 //     requests. The neighbours cannot move these figures. BENCH_CALLGRIND_WARMUP=<n> sends n requests
 //     first in every callgrind run, so that the code compiled while the relay warms up drops out too.
-//   - the same two for bench/relay-pipe.mjs (the floor: a pipe on the relay's Node, ws and node:net
-//     that forwards the bytes and nothing else), so the relay's own work is the difference.
+//   - the same for bench/relay-pipe.mjs (the floor: a pipe on the relay's Node, ws and node:net
+//     that forwards the bytes and nothing else), callgrind counts included, so the relay's own work is the difference.
 // BENCH_RELAY_BIN=<path to kafka-edge.js> measures another build (e.g. a checkout of main) the same way.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -143,10 +143,22 @@ async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number,
   } finally { await stopRelay(relay.child) }
 }
 
-async function callgrindPerRequest(brokerPort: number, pacedPerSec: number, short: number, long: number): Promise<number> {
+/** The pipe under callgrind, with the relay's flags and --predictable. */
+async function startPipeCallgrind(brokerPort: number, callgrindOut: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${callgrindOut}`, RELAY_NODE, ...RELAY_NODE_FLAGS, '--predictable',
+    join('bench', 'relay-pipe.mjs'), `127.0.0.1:${brokerPort}`], { stdio: ['ignore', 'pipe', 'ignore'] })
+  return { child, url: await listeningUrl(child) }
+}
+
+/**
+ * (Ir(long) - Ir(short)) / (long - short) of the relay, or of the pipe. The long run's callgrind file
+ * is kept and its path printed: `callgrind_annotate` of the relay's and the pipe's says in which of
+ * V8's, Node's and libc's functions the relay spends what the pipe does not.
+ */
+async function callgrindPerRequest(brokerPort: number, pacedPerSec: number, short: number, long: number, pipe = false): Promise<number> {
   const total = async (n: number): Promise<number> => {
     const out = join(mkdtempSync(join(tmpdir(), 'kafka-edge-relay-callgrind-')), 'callgrind.out')
-    const relay = await startRelay(brokerPort, out)
+    const relay = pipe ? await startPipeCallgrind(brokerPort, out) : await startRelay(brokerPort, out)
     try {
       const c = await client(relay.url)
       if (CALLGRIND_WARMUP > 0) await c.run(CALLGRIND_WARMUP, pacedPerSec)
@@ -155,6 +167,7 @@ async function callgrindPerRequest(brokerPort: number, pacedPerSec: number, shor
     } finally { await stopRelay(relay.child) }
     const m = /^(?:summary|totals): (\d+)/m.exec(readFileSync(out, 'utf8'))
     if (!m) throw new Error(`no instruction total in ${out}`)
+    if (n === long) console.log(`${pipe ? 'pipe' : 'relay'}${pacedPerSec > 0 ? ` paced ${pacedPerSec}/s` : ' saturated'}, ${n} requests: ${out}`)
     return Number(m[1])
   }
   return (await total(long) - await total(short)) / (long - short)
@@ -186,6 +199,8 @@ export default async function relayCpu(): Promise<void> {
       const metric = 'relay instructions/request (callgrind, user space)'
       results.push({ impl: 'relay-saturated', metric, unit: 'instructions', value: Math.round(await callgrindPerRequest(port, 0, 200, 1200)) })
       results.push({ impl: `relay-paced-${CALLGRIND_RATE}-callgrind`, metric, unit: 'instructions', value: Math.round(await callgrindPerRequest(port, CALLGRIND_RATE, 100, 600)) })
+      results.push({ impl: 'pipe-saturated (floor)', metric, unit: 'instructions', value: Math.round(await callgrindPerRequest(port, 0, 200, 1200, true)) })
+      results.push({ impl: `pipe-paced-${CALLGRIND_RATE}-callgrind (floor)`, metric, unit: 'instructions', value: Math.round(await callgrindPerRequest(port, CALLGRIND_RATE, 100, 600, true)) })
     }
     printTable(results, 'relay-saturated')
     const file = writeReport(report('relay-cpu', {

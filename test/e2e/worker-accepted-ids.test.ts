@@ -85,3 +85,12 @@ it('ACCEPTED_IDS_WINDOW_SECONDS=0 remembers no ids: a resend is stored again, an
   expect(written).toBeGreaterThanOrEqual(2)
   expect(written).toBeLessThan(50)
 }, 120_000)
+
+it('an ids window it cannot read (ACCEPTED_IDS_WINDOW_SECONDS=1h) is a 500 that names the var, and nothing is stored', async () => {
+  await dev?.stop()
+  dev = await startWrangler({ KAFKA_BOOTSTRAP: '127.0.0.1:1', TELEMETRY_TOPIC: 'ids', SHARDS: '1', ACCEPTED_IDS_WINDOW_SECONDS: '1h' })
+  const res = await post(batch(0, 5))
+  expect(res.status).toBe(500)
+  expect(await res.json()).toMatchObject({ error: 'ConfigException', message: expect.stringContaining('ACCEPTED_IDS_WINDOW_SECONDS="1h" is not a whole number') })
+  expect((await counters()).accepted).toBe(0)
+}, 120_000)

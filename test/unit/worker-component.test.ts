@@ -143,6 +143,20 @@ describe('telemetryApp() over shards', () => {
     expect(res.status).toBe(500)
     expect(((await res.json()) as { message: string }).message).toMatch(/no Durable Object binding NOPE/)
   })
+
+  it('a var it cannot read is a 500 naming it (ConfigException), and no object is asked', async () => {
+    const { ns, calls } = namespace((_s, body) => Response.json({ accepted: body.length }, { status: 202 }))
+    for (const bad of [{ SHARDS: 'two' }, { ACCEPT_MODE: 'synch' }, { MAX_EVENTS: '1,000' }]) {
+      const res = await post(telemetryApp(), { ...env(ns), ...bad }, events.slice(0, 1))
+      expect(res.status).toBe(500)
+      const body = await res.json() as { error: string; message: string }
+      expect(body.error).toBe('ConfigException')
+      expect(body.message).toContain(`${Object.keys(bad)[0]}=${JSON.stringify(Object.values(bad)[0])}`)
+    }
+    expect(calls).toEqual([])
+    // The same vars read as numbers from wrangler.toml work.
+    expect((await post(telemetryApp(), { ...env(ns), SHARDS: 2 as never }, events.slice(0, 1))).status).toBe(202)
+  })
 })
 
 describe('telemetryApp() OTLP: authentication and a full backlog', () => {

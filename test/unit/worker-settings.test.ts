@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest'
 import { ConfigException, createProducer, websocket } from '../../src/edge/index.js'
 import { cloudflareSockets, type CloudflareConnect } from '../../src/edge/transport/cloudflare-sockets.js'
 import type { Env } from '../../src/edge/worker/env.js'
-import { countingOpens, relayTransport, securitySettings } from '../../src/edge/worker/settings.js'
+import { otlpSettings } from '../../src/edge/worker/otlp.js'
+import { acceptMode, choiceVar, countingOpens, flagVar, intVar, relayTransport, securitySettings } from '../../src/edge/worker/settings.js'
 
 const env = (extra: Partial<Env>): Env => ({ PRODUCER: undefined as never, KAFKA_BOOTSTRAP: '127.0.0.1:9093', TELEMETRY_TOPIC: 't', ...extra })
 
@@ -86,5 +87,44 @@ describe('relayTransport(env)', () => {
     expect(() => relayTransport(env({ KAFKA_RELAY_URL: 'wss://relay.example/kafka' }))).toThrow(/without KAFKA_RELAY_TOKEN.*wrangler secret put KAFKA_RELAY_TOKEN/)
     expect(() => relayTransport(env({ KAFKA_RELAY_URL: 'wss://relay.example/kafka', KAFKA_RELAY_TOKEN: 't', KAFKA_SECURITY_PROTOCOL: 'SASL_SSL' })))
       .toThrow(ConfigException)
+  })
+})
+
+describe('the Worker\'s vars: a value it cannot read is a ConfigException naming the var, never a quiet default', () => {
+  it('whole numbers: unset or blank is the default, TOML numbers count, anything else is refused with the var, the value and the default', () => {
+    expect(intVar(env({}), 'SHARDS', 1)).toBe(1)
+    expect(intVar(env({ SHARDS: ' ' }), 'SHARDS', 1)).toBe(1)
+    expect(intVar(env({ SHARDS: ' 4 ' }), 'SHARDS', 1)).toBe(4)
+    // wrangler.toml `SHARDS = 4` arrives as a JSON number, not text.
+    expect(intVar(env({ SHARDS: 4 as never }), 'SHARDS', 1)).toBe(4)
+    for (const bad of ['two', '4.5', '-1', '0', '1e3', '0x10', '4 shards', '99999999999999999999']) {
+      expect(() => intVar(env({ SHARDS: bad }), 'SHARDS', 1)).toThrow(ConfigException)
+    }
+    expect(() => intVar(env({ MAX_BACKLOG: '100k' }), 'MAX_BACKLOG', 100_000)).toThrow('MAX_BACKLOG="100k" is not a whole number of at least 1: correct it in wrangler.toml [vars], or remove it for the default (100000)')
+    // The ids window takes 0 (no ids remembered); a duration with a unit is not seconds.
+    expect(intVar(env({ ACCEPTED_IDS_WINDOW_SECONDS: '0' }), 'ACCEPTED_IDS_WINDOW_SECONDS', 3600, 0)).toBe(0)
+    expect(() => intVar(env({ ACCEPTED_IDS_WINDOW_SECONDS: '1h' }), 'ACCEPTED_IDS_WINDOW_SECONDS', 3600, 0)).toThrow(/ACCEPTED_IDS_WINDOW_SECONDS="1h" is not a whole number of at least 0/)
+  })
+
+  it('choices are case-insensitive and default to the first; a typo names the var and the choices', () => {
+    expect(acceptMode(env({}))).toBe('durable')
+    expect(acceptMode(env({ ACCEPT_MODE: ' SYNC ' }))).toBe('sync')
+    expect(() => acceptMode(env({ ACCEPT_MODE: 'synch' }))).toThrow('ACCEPT_MODE="synch": use one of durable, sync (unset: durable)')
+    expect(choiceVar(env({ KAFKA_COMPRESSION: 'LZ4' }), 'KAFKA_COMPRESSION', ['none', 'gzip', 'snappy', 'lz4', 'zstd'])).toBe('lz4')
+    expect(() => choiceVar(env({ KAFKA_COMPRESSION: 'lz4hc' }), 'KAFKA_COMPRESSION', ['none', 'lz4'])).toThrow(ConfigException)
+  })
+
+  it('flags take true/false and their usual spellings; anything else is refused rather than read as false', () => {
+    for (const t of ['1', 'true', 'TRUE', 'yes', 'on', true as never]) expect(flagVar(env({ OTLP_PARTITION_TRACES_BY_ID: t }), 'OTLP_PARTITION_TRACES_BY_ID')).toBe(true)
+    for (const f of [undefined, '', '0', 'false', 'No', 'off', false as never]) expect(flagVar(env({ OTLP_PARTITION_TRACES_BY_ID: f }), 'OTLP_PARTITION_TRACES_BY_ID')).toBe(false)
+    expect(() => flagVar(env({ OTLP_PARTITION_TRACES_BY_ID: 'ture' }), 'OTLP_PARTITION_TRACES_BY_ID')).toThrow('OTLP_PARTITION_TRACES_BY_ID="ture": use true or false (unset: false)')
+  })
+
+  it('otlpSettings reads its vars the same way', () => {
+    expect(otlpSettings(env({ OTLP_ENCODING: 'OTLP_JSON', OTLP_MAX_BODY_BYTES: '1024', OTLP_PARTITION_LOGS_BY_TRACE_ID: 'true' }))).toMatchObject({
+      records: { encoding: 'otlp_json', partitionLogsByTraceId: true, partitionTracesById: false }, maxBodyBytes: 1024,
+    })
+    expect(() => otlpSettings(env({ OTLP_ENCODING: 'protobuf' }))).toThrow(/OTLP_ENCODING="protobuf": use one of otlp_proto, otlp_json/)
+    expect(() => otlpSettings(env({ OTLP_MAX_BODY_BYTES: '16MiB' }))).toThrow(ConfigException)
   })
 })

@@ -1,8 +1,9 @@
 import { Hono } from 'hono'
+import { ConfigException } from '../errors.js'
 import { murmur2 } from '../producer/partitioner.js'
 import type { DurableObjectNamespace, DurableObjectStub, Env } from './env.js'
 import { OTLP_PATHS, OtlpRequestError, authorize, bodyType, exportResponse, metadataHeaders, otlpSettings, readOtlpBody, statusResponse } from './otlp.js'
-import { prometheus, type MetricSample } from './settings.js'
+import { acceptMode, intVar, prometheus, type MetricSample } from './settings.js'
 import { DEFAULT_LIMITS, TelemetryInputError, encodeRecords, parseTelemetry, readBodyLimited, type TelemetryLimits, type TelemetryRecord } from './validate.js'
 
 /** Objects are named `${SHARD_PREFIX}${i}`; the pre-sharding single object was 'telemetry-producer'. */
@@ -23,10 +24,6 @@ export interface TelemetryAppOptions {
 
 const utf8 = new TextEncoder()
 const positive = (n: number) => n & 0x7fffffff
-
-function envInt(v: string | undefined, d: number): number {
-  return v && Number.isInteger(Number(v)) && Number(v) > 0 ? Number(v) : d
-}
 
 /**
  * The shard of an event: murmur2 of its key (the same hash Kafka's partitioner uses), so one key's
@@ -53,12 +50,12 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     if (!ns || typeof ns.idFromName !== 'function') {
       throw new Error(`no Durable Object binding ${options.binding ?? 'PRODUCER'}: bind the KafkaProducerObject class in wrangler.toml`)
     }
-    const shards = options.shards ?? envInt(env.SHARDS, 1)
+    const shards = options.shards ?? intVar(env, 'SHARDS', 1)
     const locationHint = options.locationHint ?? (env.LOCATION_HINT?.trim() || undefined)
-    const mode = options.mode ?? (env.ACCEPT_MODE?.trim().toLowerCase() === 'sync' ? 'sync' : 'durable')
+    const mode = options.mode ?? acceptMode(env)
     const limits: TelemetryLimits = {
-      maxBodyBytes: options.limits?.maxBodyBytes ?? envInt(env.MAX_BODY_BYTES, DEFAULT_LIMITS.maxBodyBytes),
-      maxEvents: options.limits?.maxEvents ?? envInt(env.MAX_EVENTS, DEFAULT_LIMITS.maxEvents),
+      maxBodyBytes: options.limits?.maxBodyBytes ?? intVar(env, 'MAX_BODY_BYTES', DEFAULT_LIMITS.maxBodyBytes),
+      maxEvents: options.limits?.maxEvents ?? intVar(env, 'MAX_EVENTS', DEFAULT_LIMITS.maxEvents),
       maxEventBytes: options.limits?.maxEventBytes ?? DEFAULT_LIMITS.maxEventBytes,
     }
     const stub = (i: number): DurableObjectStub => ns.get(ns.idFromName(`${SHARD_PREFIX}${i}`), locationHint ? { locationHint } : undefined)
@@ -168,6 +165,7 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
   })
 
   app.notFound((c) => c.json({ error: `no route ${c.req.method} ${new URL(c.req.url).pathname}; try POST /events, POST /v1/traces|logs|metrics, GET /healthz, GET /metrics` }, 404))
-  app.onError((e, c) => c.json({ error: 'internal error', message: e.message }, 500))
+  // A bad var fails every request the same way: say which one, as the object's answers do.
+  app.onError((e, c) => c.json({ error: e instanceof ConfigException ? e.name : 'internal error', message: e.message }, 500))
   return app
 }

@@ -7,6 +7,7 @@ import { SIGNALS, type RecordOptions, type Signal } from '../otlp/records.js'
 import { checkProto, jsonToProto, OtlpJsonError, protoToJson } from '../otlp/transcode.js'
 import { ProtobufError } from '../otlp/wire.js'
 import type { Env } from './env.js'
+import { choiceVar, flagVar, intVar } from './settings.js'
 
 export const DEFAULT_OTLP_MAX_BODY_BYTES = 16 << 20
 export const DEFAULT_TOPICS: Record<Signal, string> = { traces: 'otlp_spans', logs: 'otlp_logs', metrics: 'otlp_metrics' }
@@ -25,12 +26,8 @@ export interface OtlpSettings {
   maxBodyBytes: number
 }
 
-const flag = (v: string | undefined) => /^(1|true|yes|on)$/i.test(v?.trim() ?? '')
-
 export function otlpSettings(env: Env): OtlpSettings {
-  const encoding = env.OTLP_ENCODING?.trim() || 'otlp_proto'
-  if (encoding !== 'otlp_proto' && encoding !== 'otlp_json') throw new Error(`OTLP_ENCODING=${JSON.stringify(encoding)}: use otlp_proto (the default) or otlp_json`)
-  const max = Number(env.OTLP_MAX_BODY_BYTES)
+  const encoding = choiceVar(env, 'OTLP_ENCODING', ['otlp_proto', 'otlp_json'])
   return {
     topics: {
       traces: env.OTLP_TRACES_TOPIC?.trim() || DEFAULT_TOPICS.traces,
@@ -39,15 +36,15 @@ export function otlpSettings(env: Env): OtlpSettings {
     },
     records: {
       encoding,
-      partitionTracesById: flag(env.OTLP_PARTITION_TRACES_BY_ID),
-      partitionLogsByTraceId: flag(env.OTLP_PARTITION_LOGS_BY_TRACE_ID),
-      partitionLogsByResourceAttributes: flag(env.OTLP_PARTITION_LOGS_BY_RESOURCE_ATTRIBUTES),
-      partitionMetricsByResourceAttributes: flag(env.OTLP_PARTITION_METRICS_BY_RESOURCE_ATTRIBUTES),
+      partitionTracesById: flagVar(env, 'OTLP_PARTITION_TRACES_BY_ID'),
+      partitionLogsByTraceId: flagVar(env, 'OTLP_PARTITION_LOGS_BY_TRACE_ID'),
+      partitionLogsByResourceAttributes: flagVar(env, 'OTLP_PARTITION_LOGS_BY_RESOURCE_ATTRIBUTES'),
+      partitionMetricsByResourceAttributes: flagVar(env, 'OTLP_PARTITION_METRICS_BY_RESOURCE_ATTRIBUTES'),
     },
     includeMetadataKeys: (env.OTLP_INCLUDE_METADATA_KEYS ?? '').split(',').map((k) => k.trim().toLowerCase()).filter(Boolean),
     authToken: env.OTLP_AUTH_TOKEN?.trim() || null,
     authHeader: env.OTLP_AUTH_HEADER?.trim().toLowerCase() || 'authorization',
-    maxBodyBytes: Number.isInteger(max) && max > 0 ? max : DEFAULT_OTLP_MAX_BODY_BYTES,
+    maxBodyBytes: intVar(env, 'OTLP_MAX_BODY_BYTES', DEFAULT_OTLP_MAX_BODY_BYTES),
   }
 }
 

@@ -9,7 +9,7 @@ import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
 import type { DurableObjectState, Env, SqlStorage, SqlValue } from './env.js'
 import { toRecords, type OtlpRecord, type Signal } from '../otlp/records.js'
 import { otlpSettings } from './otlp.js'
-import { batchRowKey, checkpointFromJson, checkpointHead, countingOpens, relayTransport, securitySettings, type MetricSample } from './settings.js'
+import { acceptMode, batchRowKey, checkpointFromJson, checkpointHead, choiceVar, countingOpens, intVar, relayTransport, securitySettings, type MetricSample } from './settings.js'
 import { decodeRecords, encodeRecords, type TelemetryRecord } from './validate.js'
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
@@ -217,10 +217,7 @@ export class KafkaProducerObject {
 
   /** 0: no ids are remembered (ACCEPTED_IDS_WINDOW_SECONDS=0). */
   private idWindowMs(): number {
-    const v = this.env.ACCEPTED_IDS_WINDOW_SECONDS?.trim()
-    if (v === '0') return 0
-    const s = Number(v)
-    return s > 0 ? s * 1000 : ACCEPTED_ID_WINDOW_MS
+    return intVar(this.env, 'ACCEPTED_IDS_WINDOW_SECONDS', ACCEPTED_ID_WINDOW_MS / 1000, 0) * 1000
   }
 
   /** A window after the current generation began, it becomes the older one and the older is dropped. */
@@ -245,26 +242,20 @@ export class KafkaProducerObject {
     return {
       'bootstrap.servers': this.env.KAFKA_BOOTSTRAP || 'relay:443',
       'client.id': 'kafka-edge-telemetry',
-      'compression.type': (this.env.KAFKA_COMPRESSION || 'none') as CompressionType,
+      'compression.type': choiceVar<CompressionType>(this.env, 'KAFKA_COMPRESSION', ['none', 'gzip', 'snappy', 'lz4', 'zstd']),
       'request.timeout.ms': 10_000,
       'max.block.ms': 15_000,
       // Durable mode has no caller waiting: give a slow broker time; sync mode fails within 30 s.
       'delivery.timeout.ms': this.mode() === 'sync' ? 30_000 : 120_000,
       // OTLP requests are split into records of at most this size (less the record's overhead).
-      ...this.env.KAFKA_MAX_REQUEST_SIZE?.trim() ? { 'max.request.size': Number(this.env.KAFKA_MAX_REQUEST_SIZE) } : {},
+      'max.request.size': intVar(this.env, 'KAFKA_MAX_REQUEST_SIZE', 1_048_576),
       ...relay ? { transport: relay } : securitySettings(this.env),
     }
   }
 
-  private mode(): 'durable' | 'sync' { return this.env.ACCEPT_MODE?.trim().toLowerCase() === 'sync' ? 'sync' : 'durable' }
-  private maxBacklog(): number {
-    const n = Number(this.env.MAX_BACKLOG)
-    return Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_BACKLOG
-  }
-  private maxBacklogBytes(): number {
-    const n = Number(this.env.MAX_BACKLOG_BYTES)
-    return Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_BACKLOG_BYTES
-  }
+  private mode(): 'durable' | 'sync' { return acceptMode(this.env) }
+  private maxBacklog(): number { return intVar(this.env, 'MAX_BACKLOG', DEFAULT_MAX_BACKLOG) }
+  private maxBacklogBytes(): number { return intVar(this.env, 'MAX_BACKLOG_BYTES', DEFAULT_MAX_BACKLOG_BYTES) }
 
   private getProducer(): Promise<Producer> {
     if (this.producer && !this.producer.state.fatal && !this.producer.state.closed) return Promise.resolve(this.producer)

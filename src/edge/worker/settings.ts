@@ -8,6 +8,50 @@ import { websocket } from '../transport/websocket.js'
 import type { Env } from './env.js'
 
 /**
+ * A var as wrangler hands it over, trimmed; '' when unset. wrangler.toml may give a var as a TOML
+ * number or boolean (`SHARDS = 4`), which arrives as a JSON value rather than text.
+ */
+function rawVar(env: Env, name: keyof Env): string {
+  const v = (env as unknown as Record<string, unknown>)[name]
+  return v === undefined || v === null ? '' : String(v).trim()
+}
+
+/**
+ * A whole-number var: unset or blank is `fallback`. Anything else that is not a whole number of at
+ * least `min` is a ConfigException naming the var: a typo must not quietly become the default (a
+ * SHARDS that fell back to 1 would move every key to another object).
+ */
+export function intVar(env: Env, name: keyof Env, fallback: number, min = 1): number {
+  const s = rawVar(env, name)
+  if (s === '') return fallback
+  const n = Number(s)
+  if (/^\d+$/.test(s) && Number.isSafeInteger(n) && n >= min) return n
+  throw new ConfigException(`${name}=${JSON.stringify(s)} is not a whole number of at least ${min}: correct it in wrangler.toml [vars], or remove it for the default (${fallback})`)
+}
+
+/** One of `choices`, case-insensitive; unset or blank is the first. Anything else is a ConfigException naming the var. */
+export function choiceVar<T extends string>(env: Env, name: keyof Env, choices: readonly [T, ...T[]]): T {
+  const s = rawVar(env, name).toLowerCase()
+  if (s === '') return choices[0]
+  if ((choices as readonly string[]).includes(s)) return s as T
+  throw new ConfigException(`${name}=${JSON.stringify(rawVar(env, name))}: use one of ${choices.join(', ')} (unset: ${choices[0]})`)
+}
+
+const TRUE = ['1', 'true', 'yes', 'on']
+const FALSE = ['', '0', 'false', 'no', 'off']
+
+/** A true/false var: 1/true/yes/on or 0/false/no/off (case-insensitive), unset is false; anything else is a ConfigException. */
+export function flagVar(env: Env, name: keyof Env): boolean {
+  const s = rawVar(env, name).toLowerCase()
+  if (TRUE.includes(s)) return true
+  if (FALSE.includes(s)) return false
+  throw new ConfigException(`${name}=${JSON.stringify(rawVar(env, name))}: use true or false (unset: false)`)
+}
+
+/** ACCEPT_MODE: durable (202 once stored) or sync (202 once Kafka acknowledged). Read by the app and its objects alike. */
+export const acceptMode = (env: Env): 'durable' | 'sync' => choiceVar(env, 'ACCEPT_MODE', ['durable', 'sync'])
+
+/**
  * The producer's security settings from the Worker's vars and secrets. An empty value counts as unset
  * (`--var KAFKA_SASL_MECHANISM:` or an empty secret), so a half-cleared config fails in createProducer
  * with its ConfigException rather than sending an empty password. No ssl.* settings: cloudflare:sockets
