@@ -3,7 +3,7 @@ import { describe, expect, expectTypeOf, it } from 'vitest'
 import { ProtocolError } from '../../src/edge/errors.js'
 import {
   APIS, ApiVersions, Produce, Metadata, decodeRequest, decodeRequestHeader, decodeResponse, encodeRequest, encodeResponse,
-  InitProducerId, errorCode, errorInfo, responseHeaderVersion, type ApiSchema, type Message, type RequestBody, type ResponseBody,
+  InitProducerId, Reader, Writer, errorCode, errorInfo, responseHeaderVersion, type ApiSchema, type Message, type RequestBody, type ResponseBody,
 } from '../../src/edge/protocol/index.js'
 import type { Field } from '../../src/edge/protocol/schema.js'
 import { FrameDecoder } from '../../src/edge/protocol/frame-decoder.js'
@@ -139,6 +139,21 @@ describe('schema engine', () => {
   it('rejects versions outside what this client speaks', () => {
     expect(() => encodeRequest(Produce, 2, 1, null, {})).toThrow(ProtocolError)
     expect(() => encodeRequest(Produce, 13, 1, null, {})).toThrow(ProtocolError)
+  })
+})
+
+describe('unsigned varints', () => {
+  it('read back what was written at every 7-bit boundary up to 32 bits, and nothing longer or larger', () => {
+    const values = [0, 1, 127, 128, 16_383, 16_384, 2_097_151, 2_097_152, 268_435_455, 268_435_456, 2 ** 31, 0xffffffff]
+    const w = new Writer()
+    for (const v of values) w.uvarint(v)
+    const r = new Reader(w.finish())
+    expect(values.map(() => r.uvarint())).toEqual(values)
+    expect(r.remaining).toBe(0)
+    // 2^32 takes 5 bytes, as 0xffffffff does, but is past what the protocol's 32-bit varints hold.
+    expect(() => new Reader(Uint8Array.of(0x80, 0x80, 0x80, 0x80, 0x10)).uvarint()).toThrow(/exceeds 32 bits/)
+    expect(() => new Reader(Uint8Array.of(0x80, 0x80, 0x80, 0x80, 0x80, 0x01)).uvarint()).toThrow(/longer than 5 bytes/)
+    expect(() => new Reader(Uint8Array.of(0x80, 0x80)).uvarint()).toThrow(ProtocolError)
   })
 })
 

@@ -165,10 +165,11 @@ export class Reader {
 
   uvarint(): number {
     let result = 0
-    for (let shift = 0; shift < 35; shift += 7) {
+    // A multiplier, not 2 ** shift: V8 calls its C++ pow for a ** whose exponent varies, on every byte.
+    for (let scale = 1; scale <= 0x10000000; scale *= 0x80) {
       this.need(1, 'varint')
       const b = this.buf[this.pos++]!
-      result += (b & 0x7f) * 2 ** shift
+      result += (b & 0x7f) * scale
       if ((b & 0x80) === 0) {
         if (result > 0xffffffff) throw new ProtocolError(`unsigned varint ${result} exceeds 32 bits`)
         return result
