@@ -10,8 +10,9 @@
 //     1,200 requests minus its run with 200, divided by 1,000, saturated; and the same paced at
 //     BENCH_CALLGRIND_RATE per second (default 50: under callgrind the relay runs some 50 times slower,
 //     and at 50/s it still sleeps between requests, as it does at 170/s natively), 600 minus 100
-//     requests. The neighbours cannot move these figures. BENCH_CALLGRIND_WARMUP=<n> (default 4,000) sends n
-//     requests first in every callgrind run, so that the code compiled while the relay warms up drops out too.
+//     requests. The neighbours cannot move these figures. BENCH_WARMUP=<n> (default 4,000) sends n
+//     requests first in every run, native and callgrind, so that the code compiled while the relay warms up drops out too.
+//   - read and write system calls and context switches per request (/proc, no tracer) in the same rounds;
 //   - the same for bench/relay-pipe.mjs (the floor: a pipe on the relay's Node, ws and node:net
 //     that forwards the bytes and nothing else), callgrind counts included, so the relay's own work is the difference.
 // BENCH_RELAY_BIN=<path to kafka-edge.js> measures another build (e.g. a checkout of main) the same way.
@@ -35,7 +36,7 @@ const CALLGRIND_RATE = Number(process.env.BENCH_CALLGRIND_RATE ?? 50)
 // Node 22's V8 has Maglev off and moves a function to TurboFan after 3,000 calls
 // (--invocation-count-for-turbofan): with fewer warm-up requests, the relay's per-request functions
 // still run as baseline code in the counted window and the count is mostly their tier-up.
-const CALLGRIND_WARMUP = Number(process.env.BENCH_CALLGRIND_WARMUP ?? 4000)
+const WARMUP = Number(process.env.BENCH_WARMUP ?? process.env.BENCH_CALLGRIND_WARMUP ?? 4000)
 const BIN = process.env.BENCH_RELAY_BIN ?? 'bin/kafka-edge.js'
 
 /** The broker's answer to every request: a 6-partition success (its correlation id patched in per request). */
@@ -128,21 +129,45 @@ async function client(url: string): Promise<Client> {
   }
 }
 
-/** Relay CPU over `n` requests after a warm-up, best of `rounds`. */
-async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number, rounds: number, pipe = false): Promise<{ us: number; frameBytes: number; load: number }> {
+/**
+ * The kernel's side of a process, from /proc without a tracer: read and write system calls
+ * (/proc/<pid>/io syscr and syscw, readv and writev included) and context switches (voluntary: it
+ * slept waiting for I/O; involuntary: it was preempted).
+ */
+function kernelCounters(pid: number): { reads: number; writes: number; switches: number } {
+  const field = (text: string, name: string) => Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(text)?.[1] ?? NaN)
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8')
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return { reads: field(io, 'syscr'), writes: field(io, 'syscw'), switches: field(status, 'voluntary_ctxt_switches') + field(status, 'nonvoluntary_ctxt_switches') }
+}
+
+type Kernel = ReturnType<typeof kernelCounters>
+
+/** Relay CPU over `n` requests after a warm-up, best of `rounds`; the kernel counters per request of that round. */
+interface Measured { us: number; frameBytes: number; load: number; kernel: Kernel }
+async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number, rounds: number, pipe = false): Promise<Measured> {
   const relay = pipe ? await startPipe(`127.0.0.1:${brokerPort}`) : await startRelay(brokerPort)
   try {
     const c = await client(relay.url)
-    await c.run(pacedPerSec > 0 ? 300 : 2000, pacedPerSec)
+    // Past V8's 3,000-call tier-up (WARMUP's comment): paced, fewer requests measured the relay's baseline code.
+    await c.run(WARMUP, pacedPerSec)
     let best = Infinity
+    let kernel: Kernel = { reads: NaN, writes: NaN, switches: NaN }
     const load = loadavg()[0]!
+    const pid = relay.child.pid!
     for (let i = 0; i < rounds; i++) {
-      const cpu0 = cpuMs(relay.child.pid!)
+      const cpu0 = cpuMs(pid)
+      const k0 = kernelCounters(pid)
       await c.run(n, pacedPerSec)
-      best = Math.min(best, ((cpuMs(relay.child.pid!) - cpu0) * 1000) / n)
+      const us = ((cpuMs(pid) - cpu0) * 1000) / n
+      const k1 = kernelCounters(pid)
+      if (us < best) {
+        best = us
+        kernel = { reads: (k1.reads - k0.reads) / n, writes: (k1.writes - k0.writes) / n, switches: (k1.switches - k0.switches) / n }
+      }
     }
     c.close()
-    return { us: best, frameBytes: c.frameBytes, load }
+    return { us: best, frameBytes: c.frameBytes, load, kernel }
   } finally { await stopRelay(relay.child) }
 }
 
@@ -164,7 +189,7 @@ async function callgrindPerRequest(brokerPort: number, pacedPerSec: number, shor
     const relay = pipe ? await startPipeCallgrind(brokerPort, out) : await startRelay(brokerPort, out)
     try {
       const c = await client(relay.url)
-      if (CALLGRIND_WARMUP > 0) await c.run(CALLGRIND_WARMUP, pacedPerSec)
+      if (WARMUP > 0) await c.run(WARMUP, pacedPerSec)
       await c.run(n, pacedPerSec)
       c.close()
     } finally { await stopRelay(relay.child) }
@@ -197,6 +222,12 @@ export default async function relayCpu(): Promise<void> {
       { impl: `pipe-paced-${RATE} (floor)`, metric: 'relay cpu-us/request', unit: 'us', value: pipePaced.us },
       { impl: `pipe-paced-${RATE} (floor)`, metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: pipePaced.us / 1000 / mbPerRequest },
     ]
+    const runs = [['relay-saturated', saturated], [`relay-paced-${RATE}`, paced], ['pipe-saturated (floor)', pipeSaturated], [`pipe-paced-${RATE} (floor)`, pipePaced]] as const
+    for (const [impl, r] of runs) {
+      results.push({ impl, metric: 'read system calls/request', unit: 'calls', value: r.kernel.reads })
+      results.push({ impl, metric: 'write system calls/request', unit: 'calls', value: r.kernel.writes })
+      results.push({ impl, metric: 'context switches/request', unit: 'switches', value: r.kernel.switches })
+    }
     if (process.env.BENCH_CALLGRIND === '1') {
       if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('BENCH_CALLGRIND=1 needs valgrind (apt-get install valgrind)')
       const metric = 'relay instructions/request (callgrind, user space)'
@@ -209,8 +240,8 @@ export default async function relayCpu(): Promise<void> {
     const file = writeReport(report('relay-cpu', {
       relay: BIN, relayNode: relayNodeVersion(), request: `Produce v${VERSION}, ${PARTITIONS} partitions of ${BATCH_BYTES} B batches, ${saturated.frameBytes} B framed, acks=-1`,
       floor: 'bench/relay-pipe.mjs on the same Node and flags, measured the same way: each message written to the stub broker, its stream split into one message per frame, nothing else (no token, inspection, limits or backpressure)',
-      saturated: '5 requests in flight, 5,000 requests per round, best of 3 rounds after 2,000 warm-up', paced: `${RATE} requests/s, 1,000 per round, best of 2 after 300 warm-up`,
-      ...(process.env.BENCH_CALLGRIND === '1' ? { callgrind: `saturated: 1,200 minus 200 requests; paced at ${CALLGRIND_RATE}/s: 600 minus 100; ${CALLGRIND_WARMUP} warm-up requests in each run` } : {}),
+      saturated: `5 requests in flight, 5,000 requests per round, best of 3 rounds after ${WARMUP} warm-up`, paced: `${RATE} requests/s, 1,000 per round, best of 2 after ${WARMUP} warm-up`,
+      ...(process.env.BENCH_CALLGRIND === '1' ? { callgrind: `saturated: 1,200 minus 200 requests; paced at ${CALLGRIND_RATE}/s: 600 minus 100; ${WARMUP} warm-up requests in each run` } : {}),
       loadAverage: { before: loadBefore, saturated: saturated.load, paced: paced.load, after: loadavg() },
     }, results))
     console.log(`wrote ${file}`)
