@@ -94,3 +94,12 @@ it('an ids window it cannot read (ACCEPTED_IDS_WINDOW_SECONDS=1h) is a 500 that 
   expect(await res.json()).toMatchObject({ error: 'ConfigException', message: expect.stringContaining('ACCEPTED_IDS_WINDOW_SECONDS="1h" is not a whole number') })
   expect((await counters()).accepted).toBe(0)
 }, 120_000)
+
+it('events whose topic is not set are refused before they are stored (500 naming TELEMETRY_TOPIC), not accepted for good', async () => {
+  await dev?.stop()
+  dev = await startWrangler({ KAFKA_BOOTSTRAP: '127.0.0.1:1', TELEMETRY_TOPIC: '', SHARDS: '1' })
+  const res = await post(batch(0, 5))
+  expect(res.status).toBe(500)
+  expect(await res.json()).toMatchObject({ error: 'ConfigException', message: expect.stringContaining('TELEMETRY_TOPIC is not set') })
+  expect((await counters()).accepted).toBe(0)
+}, 120_000)

@@ -5,7 +5,7 @@ import { ConfigException, createProducer, websocket } from '../../src/edge/index
 import { cloudflareSockets, type CloudflareConnect } from '../../src/edge/transport/cloudflare-sockets.js'
 import type { Env } from '../../src/edge/worker/env.js'
 import { otlpSettings } from '../../src/edge/worker/otlp.js'
-import { acceptMode, choiceVar, countingOpens, flagVar, intVar, relayTransport, securitySettings } from '../../src/edge/worker/settings.js'
+import { acceptMode, bootstrapVar, choiceVar, countingOpens, flagVar, intVar, relayTransport, securitySettings, topicVar } from '../../src/edge/worker/settings.js'
 
 const env = (extra: Partial<Env>): Env => ({ PRODUCER: undefined as never, KAFKA_BOOTSTRAP: '127.0.0.1:9093', TELEMETRY_TOPIC: 't', ...extra })
 
@@ -118,6 +118,22 @@ describe('the Worker\'s vars: a value it cannot read is a ConfigException naming
     for (const t of ['1', 'true', 'TRUE', 'yes', 'on', true as never]) expect(flagVar(env({ OTLP_PARTITION_TRACES_BY_ID: t }), 'OTLP_PARTITION_TRACES_BY_ID')).toBe(true)
     for (const f of [undefined, '', '0', 'false', 'No', 'off', false as never]) expect(flagVar(env({ OTLP_PARTITION_TRACES_BY_ID: f }), 'OTLP_PARTITION_TRACES_BY_ID')).toBe(false)
     expect(() => flagVar(env({ OTLP_PARTITION_TRACES_BY_ID: 'ture' }), 'OTLP_PARTITION_TRACES_BY_ID')).toThrow('OTLP_PARTITION_TRACES_BY_ID="ture": use true or false (unset: false)')
+  })
+
+  it('topics: required unless there is a default, and only names Kafka accepts', () => {
+    expect(topicVar(env({ TELEMETRY_TOPIC: ' clicks.v1 ' }), 'TELEMETRY_TOPIC')).toBe('clicks.v1')
+    expect(() => topicVar(env({ TELEMETRY_TOPIC: '' }), 'TELEMETRY_TOPIC')).toThrow('TELEMETRY_TOPIC is not set: name the Kafka topic the events go to in wrangler.toml [vars]')
+    for (const bad of ['my topic', 'a/b', '.', '..', 'x'.repeat(250), 'événements']) {
+      expect(() => topicVar(env({ TELEMETRY_TOPIC: bad }), 'TELEMETRY_TOPIC')).toThrow(/is not a topic name Kafka accepts/)
+    }
+    expect(topicVar(env({}), 'OTLP_TRACES_TOPIC', 'otlp_spans')).toBe('otlp_spans')
+    expect(() => otlpSettings(env({ OTLP_LOGS_TOPIC: 'logs topic' }))).toThrow(/OTLP_LOGS_TOPIC="logs topic"/)
+  })
+
+  it('brokers: KAFKA_BOOTSTRAP is required unless the relay carries the connections', () => {
+    expect(bootstrapVar(env({ KAFKA_BOOTSTRAP: ' b1:9092,b2:9092 ' }), false)).toBe('b1:9092,b2:9092')
+    expect(() => bootstrapVar(env({ KAFKA_BOOTSTRAP: '' }), false)).toThrow(/KAFKA_BOOTSTRAP is not set: list the brokers as host:port/)
+    expect(bootstrapVar(env({ KAFKA_BOOTSTRAP: '' }), true)).toBe('relay:443')
   })
 
   it('otlpSettings reads its vars the same way', () => {

@@ -7,7 +7,7 @@ import { SIGNALS, type RecordOptions, type Signal } from '../otlp/records.js'
 import { checkProto, jsonToProto, OtlpJsonError, protoToJson } from '../otlp/transcode.js'
 import { ProtobufError } from '../otlp/wire.js'
 import type { Env } from './env.js'
-import { choiceVar, flagVar, intVar } from './settings.js'
+import { choiceVar, flagVar, intVar, topicVar } from './settings.js'
 
 export const DEFAULT_OTLP_MAX_BODY_BYTES = 16 << 20
 export const DEFAULT_TOPICS: Record<Signal, string> = { traces: 'otlp_spans', logs: 'otlp_logs', metrics: 'otlp_metrics' }
@@ -30,9 +30,9 @@ export function otlpSettings(env: Env): OtlpSettings {
   const encoding = choiceVar(env, 'OTLP_ENCODING', ['otlp_proto', 'otlp_json'])
   return {
     topics: {
-      traces: env.OTLP_TRACES_TOPIC?.trim() || DEFAULT_TOPICS.traces,
-      logs: env.OTLP_LOGS_TOPIC?.trim() || DEFAULT_TOPICS.logs,
-      metrics: env.OTLP_METRICS_TOPIC?.trim() || DEFAULT_TOPICS.metrics,
+      traces: topicVar(env, 'OTLP_TRACES_TOPIC', DEFAULT_TOPICS.traces),
+      logs: topicVar(env, 'OTLP_LOGS_TOPIC', DEFAULT_TOPICS.logs),
+      metrics: topicVar(env, 'OTLP_METRICS_TOPIC', DEFAULT_TOPICS.metrics),
     },
     records: {
       encoding,

@@ -9,7 +9,7 @@ import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
 import type { DurableObjectState, Env, SqlStorage, SqlValue } from './env.js'
 import { toRecords, type OtlpRecord, type Signal } from '../otlp/records.js'
 import { otlpSettings } from './otlp.js'
-import { acceptMode, batchRowKey, checkpointFromJson, checkpointHead, choiceVar, countingOpens, intVar, relayTransport, securitySettings, type MetricSample } from './settings.js'
+import { acceptMode, batchRowKey, bootstrapVar, checkpointFromJson, checkpointHead, choiceVar, countingOpens, intVar, relayTransport, securitySettings, topicVar, type MetricSample } from './settings.js'
 import { decodeRecords, encodeRecords, type TelemetryRecord } from './validate.js'
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
@@ -240,7 +240,7 @@ export class KafkaProducerObject {
   protected producerSettings(): ProducerSettings {
     const relay = relayTransport(this.env)
     return {
-      'bootstrap.servers': this.env.KAFKA_BOOTSTRAP || 'relay:443',
+      'bootstrap.servers': bootstrapVar(this.env, relay !== null),
       'client.id': 'kafka-edge-telemetry',
       'compression.type': choiceVar<CompressionType>(this.env, 'KAFKA_COMPRESSION', ['none', 'gzip', 'snappy', 'lz4', 'zstd']),
       'request.timeout.ms': 10_000,
@@ -593,7 +593,25 @@ export class KafkaProducerObject {
    * they came in: the object parses nothing. The answer has no ids (the app has them). A body
    * without the ids line (an app older still, during a deploy) is parsed.
    */
+  private topicName: string | null = null
+  /** TELEMETRY_TOPIC, read once it is right (a ConfigException each time until then). */
+  private telemetryTopic(): string { return this.topicName ??= topicVar(this.env, 'TELEMETRY_TOPIC') }
+
+  private eventSettingsChecked = false
+  /**
+   * What every stored event needs to be produced at all: its topic and the producer's settings. A
+   * durable accept answers 202 once the events are stored, so a setting that could never work is
+   * refused before the first is (the object's fetch answers the ConfigException as a 500).
+   */
+  private checkEventSettings(): void {
+    if (this.eventSettingsChecked) return
+    this.telemetryTopic()
+    this.producerSettings()
+    this.eventSettingsChecked = true
+  }
+
   private async accept(body: string): Promise<Response> {
+    this.checkEventSettings()
     const now = Date.now()
     const windowMs = this.idWindowMs()
     this.rotateIds(now, windowMs)
@@ -647,7 +665,7 @@ export class KafkaProducerObject {
     this.stats.retriedIds += total - stored
     // Written before the answer leaves (the output gate holds it until the rows are durable).
     if (!this.pumping && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now())
-    return json({ accepted: total, topic: this.env.TELEMETRY_TOPIC }, 202)
+    return json({ accepted: total, topic: this.telemetryTopic() }, 202)
   }
 
   /**
@@ -849,7 +867,7 @@ export class KafkaProducerObject {
       headers.push({ key: POSSIBLE_DUPLICATE_HEADER, value: '1' })
       this.stats.relabelled++
     }
-    return { topic: this.env.TELEMETRY_TOPIC, key: r.key, value: r.value, timestamp: 'ts' in r ? r.ts : r.timestamp, headers }
+    return { topic: this.telemetryTopic(), key: r.key, value: r.value, timestamp: 'ts' in r ? r.ts : r.timestamp, headers }
   }
 
   /** An OTLP record: the exporter's key, value and metadata headers, and the event-id header the resume reads. */
@@ -865,7 +883,8 @@ export class KafkaProducerObject {
 
   /** sync mode: answered once Kafka acknowledged every event. */
   private async produceNow(records: TelemetryRecord[]): Promise<Response> {
-    const topic = this.env.TELEMETRY_TOPIC
+    this.checkEventSettings()
+    const topic = this.telemetryTopic()
     const started = Date.now()
     let settled: Array<PromiseSettledResult<{ partition: number; offset: bigint }>>
     try {

@@ -48,6 +48,36 @@ export function flagVar(env: Env, name: keyof Env): boolean {
   throw new ConfigException(`${name}=${JSON.stringify(rawVar(env, name))}: use true or false (unset: false)`)
 }
 
+// Kafka's rule for topic names, as the producer's send() checks it (that copy is private to a module
+// under an exact size budget, so this one is not shared with it).
+const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/
+
+/**
+ * A topic var: unset or blank is `fallback`, or a ConfigException when there is none; a name Kafka
+ * refuses is one too. Checked before an event is stored: a durable accept of events that can never be
+ * produced would answer 202 and leave them in the backlog for good.
+ */
+export function topicVar(env: Env, name: keyof Env, fallback?: string): string {
+  const s = rawVar(env, name)
+  if (s === '') {
+    if (fallback !== undefined) return fallback
+    throw new ConfigException(`${name} is not set: name the Kafka topic the events go to in wrangler.toml [vars]`)
+  }
+  if (!TOPIC_NAME.test(s) || s === '.' || s === '..') throw new ConfigException(`${name}=${JSON.stringify(s)} is not a topic name Kafka accepts: use 1-249 characters of a-z A-Z 0-9 . _ -`)
+  return s
+}
+
+/**
+ * KAFKA_BOOTSTRAP, which only the relay transport (KAFKA_RELAY_URL) can do without: unset, the
+ * producer would dial a placeholder and every stored event would wait for a broker that is not there.
+ */
+export function bootstrapVar(env: Env, relayed: boolean): string {
+  const s = rawVar(env, 'KAFKA_BOOTSTRAP')
+  if (s !== '') return s
+  if (relayed) return 'relay:443'
+  throw new ConfigException('KAFKA_BOOTSTRAP is not set: list the brokers as host:port[,host:port] in wrangler.toml [vars], or reach them through the relay (KAFKA_RELAY_URL)')
+}
+
 /** ACCEPT_MODE: durable (202 once stored) or sync (202 once Kafka acknowledged). Read by the app and its objects alike. */
 export const acceptMode = (env: Env): 'durable' | 'sync' => choiceVar(env, 'ACCEPT_MODE', ['durable', 'sync'])
 
