@@ -143,8 +143,8 @@ function kernelCounters(pid: number): { reads: number; writes: number; switches:
 
 type Kernel = ReturnType<typeof kernelCounters>
 
-/** Relay CPU over `n` requests after a warm-up, best of `rounds`; the kernel counters per request of that round. */
 interface Measured { us: number; frameBytes: number; load: number; kernel: Kernel }
+/** Relay CPU over `n` requests after a warm-up, best of `rounds`; the kernel counters per request of that round. */
 async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number, rounds: number, pipe = false): Promise<Measured> {
   const relay = pipe ? await startPipe(`127.0.0.1:${brokerPort}`) : await startRelay(brokerPort)
   try {

@@ -218,7 +218,7 @@ function parseDebug(v: unknown, key: string): LogContext[] {
 }
 
 const INT_MAX = 2147483647
-const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
+export const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
 const LEVELS: Record<string, [number, number]> = { gzip: [1, 9], lz4: [1, 17], zstd: [-131072, 22] }
 /**
  * The values of the ssl.* and sasl.* settings that need more than a string check: security.ts checks

@@ -2,9 +2,9 @@ import coreModule from '../../../build/core.wasm'
 import { CheckpointException, KafkaEdgeError, POSSIBLE_DUPLICATE_HEADER } from '../errors.js'
 import '../producer/install.js'
 import { batchIdentity, type CheckpointStore, type PendingBatch, type ProducerCheckpoint } from '../producer/checkpoint.js'
-import type { ProducerSettings } from '../producer/config.js'
+import { CODECS, type ProducerSettings } from '../producer/config.js'
 import { createProducer, type Producer, type ProducerRecord } from '../producer/producer.js'
-import { loadCore, readBatchRecords, type Core, type CompressionType } from '../wasm/core.js'
+import { loadCore, readBatchRecords, type Core } from '../wasm/core.js'
 import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
 import type { DurableObjectState, Env, SqlStorage, SqlValue } from './env.js'
 import { toRecords, type OtlpRecord, type Signal } from '../otlp/records.js'
@@ -242,7 +242,7 @@ export class KafkaProducerObject {
     return {
       'bootstrap.servers': bootstrapVar(this.env, relay !== null),
       'client.id': 'kafka-edge-telemetry',
-      'compression.type': choiceVar<CompressionType>(this.env, 'KAFKA_COMPRESSION', ['none', 'gzip', 'snappy', 'lz4', 'zstd']),
+      'compression.type': choiceVar(this.env, 'KAFKA_COMPRESSION', CODECS),
       'request.timeout.ms': 10_000,
       'max.block.ms': 15_000,
       // Durable mode has no caller waiting: give a slow broker time; sync mode fails within 30 s.
@@ -586,13 +586,6 @@ export class KafkaProducerObject {
     return out
   }
 
-  /**
-   * Durable accept of the app's validated events: the body is their ids (a JSON array of strings), a
-   * newline, and the events (encodeRecords' lines; from an app of the earlier code, a JSON array of
-   * TelemetryRecord, which decodeRecords reads too), stored as one requests row holding the text
-   * they came in: the object parses nothing. The answer has no ids (the app has them). A body
-   * without the ids line (an app older still, during a deploy) is parsed.
-   */
   private topicName: string | null = null
   /** TELEMETRY_TOPIC, read once it is right (a ConfigException each time until then). */
   private telemetryTopic(): string { return this.topicName ??= topicVar(this.env, 'TELEMETRY_TOPIC') }
@@ -610,6 +603,13 @@ export class KafkaProducerObject {
     this.eventSettingsChecked = true
   }
 
+  /**
+   * Durable accept of the app's validated events: the body is their ids (a JSON array of strings), a
+   * newline, and the events (encodeRecords' lines; from an app of the earlier code, a JSON array of
+   * TelemetryRecord, which decodeRecords reads too), stored as one requests row holding the text
+   * they came in: the object parses nothing. The answer has no ids (the app has them). A body
+   * without the ids line (an app older still, during a deploy) is parsed.
+   */
   private async accept(body: string): Promise<Response> {
     this.checkEventSettings()
     const now = Date.now()
