@@ -80,10 +80,16 @@ export async function startPipe(broker: string): Promise<{ child: ChildProcess; 
   return { child, url: await listeningUrl(child), pid: child.pid! }
 }
 
-/** user+system CPU of a process in ms (Linux /proc; 100 ticks/s). */
-export function cpuMs(pid: number): number {
+/** A process's user and system CPU in ms (Linux /proc; 100 ticks/s). */
+export function cpuSplitMs(pid: number): { user: number; system: number } {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  return (Number(f[11]) + Number(f[12])) * 10
+  return { user: Number(f[11]) * 10, system: Number(f[12]) * 10 }
+}
+
+/** user+system CPU of a process in ms. */
+export function cpuMs(pid: number): number {
+  const { user, system } = cpuSplitMs(pid)
+  return user + system
 }
 
 async function relayMetric(r: Relay, name: string): Promise<number> {
@@ -161,21 +167,27 @@ export default async function bridge(): Promise<void> {
     let direct = { rate: 0, cpu: 0 }
     let viaWs = { rate: 0, cpu: 0 }
     let relayCpu = 0
+    let relaySystem = 0
     let relayBytes = 0
     let relayRecords = 0
-    const floor = { rate: 0, cpuMs: 0, records: 0, rounds: [] as number[] }
+    const floor = { rate: 0, cpuMs: 0, systemMs: 0, records: 0, rounds: [] as number[] }
     // Per round, each path's Produce round trips at full speed (p50, p99): what the relay adds is
-    // judged on the median round, so one noisy round on this shared machine decides nothing.
-    const added: Array<{ p50: number; p99: number; direct: { p50: number; p99: number }; relay: { p50: number; p99: number }; relayCpuUsPerRecord: number }> = []
+    // judged on the median round, so one noisy round on this shared machine decides nothing. The
+    // pipe's round trips in the same round tell what the WebSocket hop itself adds (a second
+    // process and ws on both ends, on the same 2 cores), which no relay logic could remove.
+    type Latency = { p50: number; p99: number }
+    const added: Array<{ p50: number; p99: number; direct: Latency; relay: Latency; pipe: Latency; relayCpuUsPerRecord: number }> = []
     for (let i = 0; i < ROUNDS; i++) {
       const d = await full('kafka-edge', cluster.bootstrap, {})
       const dRate = d.records / (d.ms / 1000)
       if (dRate > direct.rate) direct = { rate: dRate, cpu: d.cpuLoopUs / d.records }
-      const cpu0 = cpuMs(relay.pid)
+      const cpu0 = cpuSplitMs(relay.pid)
       const b0 = await relayMetric(relay, 'kafka_edge_bridge_bytes_total')
       const r = await full('kafka-edge-relay', 'relay:443', viaRelayEnv)
-      const roundCpu = cpuMs(relay.pid) - cpu0
+      const cpu1 = cpuSplitMs(relay.pid)
+      const roundCpu = cpu1.user + cpu1.system - cpu0.user - cpu0.system
       relayCpu += roundCpu
+      relaySystem += cpu1.system - cpu0.system
       relayBytes += (await relayMetric(relay, 'kafka_edge_bridge_bytes_total')) - b0
       relayRecords += r.records
       const rRate = r.records / (r.ms / 1000)
@@ -183,18 +195,22 @@ export default async function bridge(): Promise<void> {
       const dL = d.produceLatencyMs!
       const rL = r.produceLatencyMs!
       const relayCpuUsPerRecord = (roundCpu * 1000) / r.records
-      added.push({ p50: rL.p50 - dL.p50, p99: rL.p99 - dL.p99, direct: dL, relay: rL, relayCpuUsPerRecord })
       // The floor in the same round, right after the relay: the same run through the pipe.
-      const pipeCpu0 = cpuMs(pipe.pid)
+      const pipeCpu0 = cpuSplitMs(pipe.pid)
       const f = await full('kafka-edge-relay', 'relay:443', viaPipeEnv)
-      const pipeCpu = cpuMs(pipe.pid) - pipeCpu0
+      const pipeCpu1 = cpuSplitMs(pipe.pid)
+      const pipeCpu = pipeCpu1.user + pipeCpu1.system - pipeCpu0.user - pipeCpu0.system
       floor.cpuMs += pipeCpu
+      floor.systemMs += pipeCpu1.system - pipeCpu0.system
       floor.records += f.records
       floor.rate = Math.max(floor.rate, f.records / (f.ms / 1000))
       floor.rounds.push(Math.round(pipeCpu * 1000 / f.records * 1000) / 1000)
+      const fL = f.produceLatencyMs!
+      added.push({ p50: rL.p50 - dL.p50, p99: rL.p99 - dL.p99, direct: dL, relay: rL, pipe: fL, relayCpuUsPerRecord })
       console.log(`round ${i + 1}: direct ${Math.round(dRate).toLocaleString()} records/s, relay ${Math.round(rRate).toLocaleString()} records/s (${(rRate / dRate).toFixed(2)}x); `
-        + `Produce p50/p99 direct ${dL.p50.toFixed(2)}/${dL.p99.toFixed(2)} ms, relay ${rL.p50.toFixed(2)}/${rL.p99.toFixed(2)} ms; relay ${relayCpuUsPerRecord.toFixed(2)} cpu-us/record; `
-        + `floor (relay-pipe) ${Math.round(f.records / (f.ms / 1000)).toLocaleString()} records/s, ${(pipeCpu * 1000 / f.records).toFixed(2)} cpu-us/record`)
+        + `Produce p50/p99 direct ${dL.p50.toFixed(2)}/${dL.p99.toFixed(2)} ms, relay ${rL.p50.toFixed(2)}/${rL.p99.toFixed(2)} ms, pipe ${fL.p50.toFixed(2)}/${fL.p99.toFixed(2)} ms; `
+        + `relay ${relayCpuUsPerRecord.toFixed(2)} cpu-us/record (${((cpu1.system - cpu0.system) * 1000 / r.records).toFixed(2)} system); `
+        + `floor (relay-pipe) ${Math.round(f.records / (f.ms / 1000)).toLocaleString()} records/s, ${(pipeCpu * 1000 / f.records).toFixed(2)} cpu-us/record (${((pipeCpu1.system - pipeCpu0.system) * 1000 / f.records).toFixed(2)} system)`)
     }
     const median = added.sort((x, y) => x.p99 - y.p99)[Math.floor(added.length / 2)]!
     const bytesPerRecord = relayBytes / relayRecords
@@ -205,15 +221,20 @@ export default async function bridge(): Promise<void> {
       { impl: 'kafka-edge-direct', metric: 'producer cpu-us/record', unit: 'us', value: direct.cpu },
       { impl: 'kafka-edge-relay', metric: 'producer cpu-us/record', unit: 'us', value: viaWs.cpu },
       { impl: 'kafka-edge-relay', metric: 'relay cpu-us/record', unit: 'us', value: (relayCpu * 1000) / relayRecords },
+      { impl: 'kafka-edge-relay', metric: 'relay system cpu-us/record', unit: 'us', value: (relaySystem * 1000) / relayRecords },
       { impl: 'kafka-edge-direct', metric: 'p50-ms', unit: 'ms', value: median.direct.p50 },
       { impl: 'kafka-edge-relay', metric: 'p50-ms', unit: 'ms', value: median.relay.p50 },
       { impl: 'kafka-edge-direct', metric: 'p99-ms', unit: 'ms', value: median.direct.p99 },
       { impl: 'kafka-edge-relay', metric: 'p99-ms', unit: 'ms', value: median.relay.p99 },
       { impl: 'kafka-edge-relay', metric: 'added p50-ms', unit: 'ms', value: median.p50 },
       { impl: 'kafka-edge-relay', metric: 'added p99-ms', unit: 'ms', value: median.p99 },
+      { impl: 'relay-pipe (floor)', metric: 'p50-ms', unit: 'ms', value: median.pipe.p50 },
+      { impl: 'relay-pipe (floor)', metric: 'p99-ms', unit: 'ms', value: median.pipe.p99 },
+      { impl: 'relay-pipe (floor)', metric: 'added p99-ms', unit: 'ms', value: median.pipe.p99 - median.direct.p99 },
       { impl: 'kafka-edge-relay', metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: relayCpu / (relayBytes / 1e6) },
       { impl: 'relay-pipe (floor)', metric: 'records/s', unit: 'records/s', value: Math.round(floor.rate) },
       { impl: 'relay-pipe (floor)', metric: 'relay cpu-us/record', unit: 'us', value: (floor.cpuMs * 1000) / floor.records },
+      { impl: 'relay-pipe (floor)', metric: 'relay system cpu-us/record', unit: 'us', value: (floor.systemMs * 1000) / floor.records },
       { impl: 'relay-pipe (floor)', metric: 'relay cpu-ms/MB', unit: 'cpu-ms/MB', value: floor.cpuMs / (floor.records * bytesPerRecord / 1e6) },
       ...(CONNECTIONS > 0 ? await load(relay, topic) : []),
     ]
@@ -221,9 +242,9 @@ export default async function bridge(): Promise<void> {
     const file = writeReport(report('bridge', {
       records: RECORDS, rounds: ROUNDS, kept: 'best records/s round per path; relay CPU summed over all relay rounds',
       fullSpeed: 'the produce suite\'s kafka-edge child under Node 22 (bench/peers): 100-byte random A-Z values, acks=all, enable.idempotence=true, compression lz4, linger.ms 5, one send() per record; the relay path uses websocket() over the ws package, with bufferutil (native masking) installed as for the relay',
-      relayCpuPerMB: 'relay process user+system CPU during the relay runs / kafka_edge_bridge_bytes_total over them (bytes on the WebSocket side, lz4-compressed batches)',
-      latency: 'each Produce request of the full-speed runs, from its write to the transport to its response (matched by correlation id); p50/p99 per path and round; the added p50/p99 are the relay\'s minus the direct path\'s in the same round, and the round reported is the median by added p99',
-      latencyRounds: added.map((x) => ({ direct: x.direct, relay: x.relay, addedP50: x.p50, addedP99: x.p99, relayCpuUsPerRecord: x.relayCpuUsPerRecord })),
+      relayCpuPerMB: 'relay process user+system CPU during the relay runs / kafka_edge_bridge_bytes_total over them (bytes on the WebSocket side, lz4-compressed batches); the system (kernel) part of the relay\'s and the pipe\'s CPU per record is reported apart',
+      latency: 'each Produce request of the full-speed runs, from its write to the transport to its response (matched by correlation id); p50/p99 per path and round; the added p50/p99 are the relay\'s minus the direct path\'s in the same round, and the round reported is the median by added p99; the pipe\'s (the same WebSocket hop with no relay logic, right after the relay in each round) in the same round, its added p99 against the same direct run',
+      latencyRounds: added.map((x) => ({ direct: x.direct, relay: x.relay, pipe: x.pipe, addedP50: x.p50, addedP99: x.p99, pipeAddedP99: x.pipe.p99 - x.direct.p99, relayCpuUsPerRecord: x.relayCpuUsPerRecord })),
       relayWarmup: `${RELAY_WARMUP} full-speed run(s) through the relay before the measured rounds, not counted`,
       floor: `bench/relay-pipe.mjs on the relay's Node and flags: each WebSocket message written to the broker's PLAINTEXT listener, the broker's stream split into one message per frame, nothing else (no token, inspection, limits, SASL or backpressure); a warm-up run after each of the relay's, then in every round right after the relay's run, CPU summed over the rounds; its ms/MB uses the relay rounds' bytes per record`,
       floorRounds: floor.rounds,

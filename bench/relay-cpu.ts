@@ -12,7 +12,7 @@
 //     and at 50/s it still sleeps between requests, as it does at 170/s natively), 600 minus 100
 //     requests. The neighbours cannot move these figures. BENCH_WARMUP=<n> (default 4,000) sends n
 //     requests first in every run, native and callgrind, so that the code compiled while the relay warms up drops out too.
-//   - read and write system calls and context switches per request (/proc, no tracer) in the same rounds;
+//   - read and write system calls, context switches and system (kernel) CPU per request (/proc, no tracer) in the same rounds;
 //   - the same for bench/relay-pipe.mjs (the floor: a pipe on the relay's Node, ws and node:net
 //     that forwards the bytes and nothing else), callgrind counts included, so the relay's own work is the difference.
 // BENCH_RELAY_BIN=<path to kafka-edge.js> measures another build (e.g. a checkout of main) the same way.
@@ -25,7 +25,7 @@ import { join } from 'node:path'
 import WebSocket from 'ws'
 import { signToken } from '../src/bridge/token.js'
 import { Produce, encodeRequest, encodeResponse } from '../src/edge/protocol/index.js'
-import { RELAY_NODE, RELAY_NODE_FLAGS, SECRET, cpuMs, listeningUrl, relayNodeVersion, startPipe } from './bridge.js'
+import { RELAY_NODE, RELAY_NODE_FLAGS, SECRET, cpuMs, cpuSplitMs, listeningUrl, relayNodeVersion, startPipe } from './bridge.js'
 import { printTable, report, writeReport, type BenchResult } from './lib.js'
 
 const VERSION = 11
@@ -132,13 +132,13 @@ async function client(url: string): Promise<Client> {
 /**
  * The kernel's side of a process, from /proc without a tracer: read and write system calls
  * (/proc/<pid>/io syscr and syscw, readv and writev included) and context switches (voluntary: it
- * slept waiting for I/O; involuntary: it was preempted).
+ * slept waiting for I/O; involuntary: it was preempted), and its CPU time in the kernel (stat's stime).
  */
-function kernelCounters(pid: number): { reads: number; writes: number; switches: number } {
+function kernelCounters(pid: number): { reads: number; writes: number; switches: number; systemMs: number } {
   const field = (text: string, name: string) => Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(text)?.[1] ?? NaN)
   const io = readFileSync(`/proc/${pid}/io`, 'utf8')
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-  return { reads: field(io, 'syscr'), writes: field(io, 'syscw'), switches: field(status, 'voluntary_ctxt_switches') + field(status, 'nonvoluntary_ctxt_switches') }
+  return { reads: field(io, 'syscr'), writes: field(io, 'syscw'), switches: field(status, 'voluntary_ctxt_switches') + field(status, 'nonvoluntary_ctxt_switches'), systemMs: cpuSplitMs(pid).system }
 }
 
 type Kernel = ReturnType<typeof kernelCounters>
@@ -152,7 +152,7 @@ async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number,
     // Past V8's 3,000-call tier-up (WARMUP's comment): paced, fewer requests measured the relay's baseline code.
     await c.run(WARMUP, pacedPerSec)
     let best = Infinity
-    let kernel: Kernel = { reads: NaN, writes: NaN, switches: NaN }
+    let kernel: Kernel = { reads: NaN, writes: NaN, switches: NaN, systemMs: NaN }
     const load = loadavg()[0]!
     const pid = relay.child.pid!
     for (let i = 0; i < rounds; i++) {
@@ -163,7 +163,8 @@ async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number,
       const k1 = kernelCounters(pid)
       if (us < best) {
         best = us
-        kernel = { reads: (k1.reads - k0.reads) / n, writes: (k1.writes - k0.writes) / n, switches: (k1.switches - k0.switches) / n }
+        // systemMs per request in µs: the kernel's share of `us`.
+        kernel = { reads: (k1.reads - k0.reads) / n, writes: (k1.writes - k0.writes) / n, switches: (k1.switches - k0.switches) / n, systemMs: ((k1.systemMs - k0.systemMs) * 1000) / n }
       }
     }
     c.close()
@@ -227,6 +228,7 @@ export default async function relayCpu(): Promise<void> {
       results.push({ impl, metric: 'read system calls/request', unit: 'calls', value: r.kernel.reads })
       results.push({ impl, metric: 'write system calls/request', unit: 'calls', value: r.kernel.writes })
       results.push({ impl, metric: 'context switches/request', unit: 'switches', value: r.kernel.switches })
+      results.push({ impl, metric: 'system cpu-us/request', unit: 'us', value: r.kernel.systemMs })
     }
     if (process.env.BENCH_CALLGRIND === '1') {
       if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('BENCH_CALLGRIND=1 needs valgrind (apt-get install valgrind)')

@@ -146,7 +146,7 @@ describe('telemetryApp() over shards', () => {
 
   it('a var it cannot read is a 500 naming it (ConfigException), and no object is asked', async () => {
     const { ns, calls } = namespace((_s, body) => Response.json({ accepted: body.length }, { status: 202 }))
-    for (const bad of [{ SHARDS: 'two' }, { ACCEPT_MODE: 'synch' }, { MAX_EVENTS: '1,000' }]) {
+    for (const bad of [{ SHARDS: 'two' }, { ACCEPT_MODE: 'synch' }, { MAX_EVENTS: '1,000' }, { LOCATION_HINT: 'eu' }]) {
       const res = await post(telemetryApp(), { ...env(ns), ...bad }, events.slice(0, 1))
       expect(res.status).toBe(500)
       const body = await res.json() as { error: string; message: string }
@@ -156,6 +156,9 @@ describe('telemetryApp() over shards', () => {
     expect(calls).toEqual([])
     // The same vars read as numbers from wrangler.toml work.
     expect((await post(telemetryApp(), { ...env(ns), SHARDS: 2 as never }, events.slice(0, 1))).status).toBe(202)
+    // A region in capitals reaches get() as Cloudflare spells it.
+    expect((await post(telemetryApp(), { ...env(ns), LOCATION_HINT: ' APAC ' }, events.slice(0, 1))).status).toBe(202)
+    expect(calls.at(-1)!.hint).toBe('apac')
   })
 })
 

@@ -5,7 +5,7 @@ import { ConfigException, createProducer, websocket } from '../../src/edge/index
 import { cloudflareSockets, type CloudflareConnect } from '../../src/edge/transport/cloudflare-sockets.js'
 import type { Env } from '../../src/edge/worker/env.js'
 import { otlpSettings } from '../../src/edge/worker/otlp.js'
-import { acceptMode, bootstrapVar, choiceVar, countingOpens, flagVar, intVar, relayTransport, securitySettings, topicVar } from '../../src/edge/worker/settings.js'
+import { acceptMode, bootstrapVar, choiceVar, countingOpens, flagVar, intVar, locationHintVar, relayTransport, securitySettings, topicVar } from '../../src/edge/worker/settings.js'
 
 const env = (extra: Partial<Env>): Env => ({ PRODUCER: undefined as never, KAFKA_BOOTSTRAP: '127.0.0.1:9093', TELEMETRY_TOPIC: 't', ...extra })
 
@@ -134,6 +134,14 @@ describe('the Worker\'s vars: a value it cannot read is a ConfigException naming
     expect(bootstrapVar(env({ KAFKA_BOOTSTRAP: ' b1:9092,b2:9092 ' }), false)).toBe('b1:9092,b2:9092')
     expect(() => bootstrapVar(env({ KAFKA_BOOTSTRAP: '' }), false)).toThrow(/KAFKA_BOOTSTRAP is not set: list the brokers as host:port/)
     expect(bootstrapVar(env({ KAFKA_BOOTSTRAP: '' }), true)).toBe('relay:443')
+  })
+
+  it('LOCATION_HINT: unset lets Cloudflare place the objects; a region off its list is refused, not handed to get()', () => {
+    expect(locationHintVar(env({}))).toBeUndefined()
+    expect(locationHintVar(env({ LOCATION_HINT: ' ' }))).toBeUndefined()
+    expect(locationHintVar(env({ LOCATION_HINT: ' WEUR ' }))).toBe('weur')
+    for (const bad of ['eu', 'west-europe', 'weur,enam', 'us-east-1']) expect(() => locationHintVar(env({ LOCATION_HINT: bad }))).toThrow(ConfigException)
+    expect(() => locationHintVar(env({ LOCATION_HINT: 'eu' }))).toThrow('LOCATION_HINT="eu" is not a Durable Objects region: use one of wnam, enam, sam, weur, eeur, apac, oc, afr, me, or remove it to let Cloudflare place the objects')
   })
 
   it('otlpSettings reads its vars the same way', () => {

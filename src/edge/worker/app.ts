@@ -3,7 +3,7 @@ import { ConfigException } from '../errors.js'
 import { murmur2 } from '../producer/partitioner.js'
 import type { DurableObjectNamespace, DurableObjectStub, Env } from './env.js'
 import { OTLP_PATHS, OtlpRequestError, authorize, bodyType, exportResponse, metadataHeaders, otlpSettings, readOtlpBody, statusResponse } from './otlp.js'
-import { acceptMode, intVar, prometheus, type MetricSample } from './settings.js'
+import { acceptMode, intVar, locationHintVar, prometheus, type LocationHint, type MetricSample } from './settings.js'
 import { DEFAULT_LIMITS, TelemetryInputError, encodeRecords, parseTelemetry, readBodyLimited, type TelemetryLimits, type TelemetryRecord } from './validate.js'
 
 /** Objects are named `${SHARD_PREFIX}${i}`; the pre-sharding single object was 'telemetry-producer'. */
@@ -15,7 +15,7 @@ export interface TelemetryAppOptions {
   /** Objects the events are spread over by key (per-key order holds). Default: env.SHARDS, else 1. */
   shards?: number
   /** Where to place the objects (Durable Objects locationHint). Default: env.LOCATION_HINT. */
-  locationHint?: string
+  locationHint?: LocationHint
   /** 'durable': 202 once stored in the object; 'sync': 202 once Kafka acknowledged. Default: env.ACCEPT_MODE, else durable. */
   mode?: 'durable' | 'sync'
   /** Input limits; default from env (MAX_BODY_BYTES, MAX_EVENTS) or 1 MiB / 1000 events / 64 KiB per event. */
@@ -51,7 +51,7 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
       throw new Error(`no Durable Object binding ${options.binding ?? 'PRODUCER'}: bind the KafkaProducerObject class in wrangler.toml`)
     }
     const shards = options.shards ?? intVar(env, 'SHARDS', 1)
-    const locationHint = options.locationHint ?? (env.LOCATION_HINT?.trim() || undefined)
+    const locationHint = options.locationHint ?? locationHintVar(env)
     const mode = options.mode ?? acceptMode(env)
     const limits: TelemetryLimits = {
       maxBodyBytes: options.limits?.maxBodyBytes ?? intVar(env, 'MAX_BODY_BYTES', DEFAULT_LIMITS.maxBodyBytes),

@@ -37,6 +37,18 @@ export function choiceVar<T extends string>(env: Env, name: keyof Env, choices: 
   throw new ConfigException(`${name}=${JSON.stringify(rawVar(env, name))}: use one of ${choices.join(', ')} (unset: ${choices[0]})`)
 }
 
+/** The regions Durable Objects take as a locationHint (Cloudflare's list, as workers-types has it). */
+export const LOCATION_HINTS = ['wnam', 'enam', 'sam', 'weur', 'eeur', 'apac', 'oc', 'afr', 'me'] as const
+export type LocationHint = (typeof LOCATION_HINTS)[number]
+
+/** LOCATION_HINT: unset or blank places the objects where Cloudflare chooses; a name not on the list is a ConfigException. */
+export function locationHintVar(env: Env): LocationHint | undefined {
+  const s = rawVar(env, 'LOCATION_HINT').toLowerCase()
+  if (s === '') return undefined
+  if ((LOCATION_HINTS as readonly string[]).includes(s)) return s as LocationHint
+  throw new ConfigException(`LOCATION_HINT=${JSON.stringify(rawVar(env, 'LOCATION_HINT'))} is not a Durable Objects region: use one of ${LOCATION_HINTS.join(', ')}, or remove it to let Cloudflare place the objects`)
+}
+
 const TRUE = ['1', 'true', 'yes', 'on']
 const FALSE = ['', '0', 'false', 'no', 'off']
 
