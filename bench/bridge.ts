@@ -11,7 +11,10 @@
 //   (full-speed runs through the relay before the measured rounds, default 1: an operator's relay
 //   runs for hours, and V8 optimizes its per-request code only after a few thousand requests; 0 measures it cold),
 //   BENCH_RELAY_NODE (the Node binary that runs the relay, here and in `bench -- relay-cpu`; default: the bench's own),
-//   BENCH_RELAY_NODE_FLAGS (flags for it, space-separated, e.g. `--initial-old-space-size=64`: docs/relay.md#production)
+//   BENCH_RELAY_NODE_FLAGS (flags for it, space-separated, e.g. `--initial-old-space-size=64`: docs/relay.md#production),
+//   BENCH_CPU_PROF=1 (after the rounds, one more producer run direct and one through the relay under
+//   node --cpu-prof, and the top self-time frames of each: where the producer's extra CPU per record
+//   through a WebSocket goes)
 // Each round also runs the producer through bench/relay-pipe.mjs (the relay's Node and flags), right
 // after the relay: the floor, what moving the bytes over ws and node:net costs with no relay logic.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
@@ -136,7 +139,7 @@ async function load(r: Relay, topic: string): Promise<BenchResult[]> {
 export default async function bridge(): Promise<void> {
   const peers = await import('./peers.js')
   peers.ensurePeers()
-  const { compileChild, nodeChild } = await import('./produce.js')
+  const { compileChild, latestProfile, nodeChild, topFunctions } = await import('./produce.js')
   const childJs = compileChild()
   // As in the produce suite: the broker must not be the bottleneck.
   process.env.KAFKA_EDGE_BROKER_JVM_OPTS ??= '-Xms1g -Xmx1g -XX:+UseParallelGC'
@@ -213,6 +216,13 @@ export default async function bridge(): Promise<void> {
         + `floor (relay-pipe) ${Math.round(f.records / (f.ms / 1000)).toLocaleString()} records/s, ${(pipeCpu * 1000 / f.records).toFixed(2)} cpu-us/record (${((pipeCpu1.system - pipeCpu0.system) * 1000 / f.records).toFixed(2)} system)`)
     }
     const median = added.sort((x, y) => x.p99 - y.p99)[Math.floor(added.length / 2)]!
+    if (process.env.BENCH_CPU_PROF === '1') {
+      for (const [path, impl, bootstrap, env] of [['direct', 'kafka-edge', cluster.bootstrap, {}], ['through the relay', 'kafka-edge-relay', 'relay:443', viaRelayEnv]] as const) {
+        const p = await nodeChild(peers.NODE22, childJs, impl, bootstrap, topic, RECORDS, settings, true, { BENCH_REQUEST_LATENCY: '1', ...env })
+        console.log(`profiled producer, ${path}: ${Math.round(p.records / (p.ms / 1000)).toLocaleString()} records/s, ${(p.cpuLoopUs / p.records).toFixed(2)} cpu-us/record (profiler included)`)
+        console.log(topFunctions(latestProfile(), 25))
+      }
+    }
     const bytesPerRecord = relayBytes / relayRecords
     const results: BenchResult[] = [
       { impl: 'kafka-edge-direct', metric: 'records/s', unit: 'records/s', value: Math.round(direct.rate) },

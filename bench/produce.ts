@@ -710,7 +710,7 @@ async function childConfluent(bootstrap: string, topic: string, n: number, compr
 
 // ---- profile summary ----------------------------------------------------------------------------
 
-function latestProfile(): string {
+export function latestProfile(): string {
   const dir = join(tmpdir(), 'kafka-edge-bench-prof')
   const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(dir, f))
   return files.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0]!
@@ -719,7 +719,7 @@ function latestProfile(): string {
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
 
 /** Self time per function from a .cpuprofile, top `k`, as a printable table. */
-function topFunctions(file: string, k: number): string {
+export function topFunctions(file: string, k: number): string {
   const prof = JSON.parse(readFileSync(file, 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
   const byId = new Map(prof.nodes.map((nd) => [nd.id, nd]))
   const self = new Map<string, number>()
