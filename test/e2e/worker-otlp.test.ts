@@ -14,7 +14,7 @@ import { SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { jsonToProto, protoToJson } from '../../src/edge/otlp/transcode.js'
 import { bs, createTopic, ensureCluster, readTopic, uniqueTopic, type Cluster, type ReadRecord } from '../helpers/kafka.js'
-import { collectorBinary, pdataBinary, pdataDecode, startCollector, type Collector, type Signal } from './otelcol.js'
+import { collectorBinary, items, pdataBinary, pdataDecode, startCollector, type Collector, type Signal } from './otelcol.js'
 import { ROOT, startWrangler, type WranglerDev } from './wrangler.js'
 
 const TOKEN = 'otlp-test-secret'
@@ -196,36 +196,6 @@ describe('OTLP/HTTP into the Worker', () => {
     }
   }, 60_000)
 })
-
-/** The items of OTLP/JSON data, each as canonical JSON with its resource and scope: equal multisets mean equal data. */
-function items(signal: Signal, data: Record<string, unknown>): string[] {
-  const [outer, inner, leaf] = signal === 'traces' ? ['resourceSpans', 'scopeSpans', 'spans'] : signal === 'logs' ? ['resourceLogs', 'scopeLogs', 'logRecords'] : ['resourceMetrics', 'scopeMetrics', 'metrics']
-  const out: string[] = []
-  for (const r of (data[outer] as Array<Record<string, unknown>> | undefined) ?? []) {
-    for (const s of (r[inner!] as Array<Record<string, unknown>> | undefined) ?? []) {
-      for (const item of (s[leaf!] as unknown[] | undefined) ?? []) {
-        out.push(JSON.stringify(canonical({ resource: r.resource, resourceSchema: r.schemaUrl, scope: s.scope, scopeSchema: s.schemaUrl, item })))
-      }
-    }
-  }
-  return out
-}
-
-/** Defaults dropped, keys sorted, integers as strings (pdata writes int64 as strings, the senders either way). */
-function canonical(v: unknown): unknown {
-  if (Array.isArray(v)) { const a = v.map(canonical); return a.length === 0 ? undefined : a }
-  if (v !== null && typeof v === 'object') {
-    const o: Record<string, unknown> = {}
-    for (const k of Object.keys(v).sort()) {
-      const c = canonical((v as Record<string, unknown>)[k])
-      if (c !== undefined) o[k] = c
-    }
-    return Object.keys(o).length === 0 ? undefined : o
-  }
-  if (v === '' || v === 0 || v === '0' || v === false || v === null) return undefined
-  if (typeof v === 'number' && Number.isInteger(v)) return String(v)
-  return v
-}
 
 describe('what reaches Kafka', () => {
   let records: Record<Signal, ReadRecord[]>
