@@ -254,7 +254,9 @@ export default async function bridge(): Promise<void> {
       fullSpeed: 'the produce suite\'s kafka-edge child under Node 22 (bench/peers): 100-byte random A-Z values, acks=all, enable.idempotence=true, compression lz4, linger.ms 5, one send() per record; the relay path uses websocket() over the ws package, with bufferutil (native masking) installed as for the relay',
       relayCpuPerMB: 'relay process user+system CPU during the relay runs / kafka_edge_bridge_bytes_total over them (bytes on the WebSocket side, lz4-compressed batches); the system (kernel) part of the relay\'s and the pipe\'s CPU per record is reported apart',
       latency: 'each Produce request of the full-speed runs, from its write to the transport to its response (matched by correlation id); p50/p99 per path and round; the added p50/p99 are the relay\'s minus the direct path\'s in the same round, and the round reported is the median by added p99; the pipe\'s (the same WebSocket hop with no relay logic, right after the relay in each round) in the same round, its added p99 against the same direct run',
-      latencyRounds: added.map((x) => ({ direct: x.direct, relay: x.relay, pipe: x.pipe, addedP50: x.p50, addedP99: x.p99, pipeAddedP99: x.pipe.p99 - x.direct.p99, relayCpuUsPerRecord: x.relayCpuUsPerRecord })),
+      latencyRounds: added.map((x) => ({
+        direct: x.direct, relay: x.relay, pipe: x.pipe, addedP50: x.p50, addedP99: x.p99, pipeAddedP99: x.pipe.p99 - x.direct.p99, relayCpuUsPerRecord: x.relayCpuUsPerRecord,
+      })),
       relayWarmup: `${RELAY_WARMUP} full-speed run(s) through the relay before the measured rounds, not counted`,
       floor: `bench/relay-pipe.mjs on the relay's Node and flags: each WebSocket message written to the broker's PLAINTEXT listener, the broker's stream split into one message per frame, nothing else (no token, inspection, limits, SASL or backpressure); a warm-up run after each of the relay's, then in every round right after the relay's run, CPU summed over the rounds; its ms/MB uses the relay rounds' bytes per record`,
       floorRounds: floor.rounds,

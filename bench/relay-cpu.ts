@@ -141,7 +141,8 @@ function kernelCounters(pid: number): { reads: number; writes: number; switches:
   return { reads: field(io, 'syscr'), writes: field(io, 'syscw'), switches: field(status, 'voluntary_ctxt_switches') + field(status, 'nonvoluntary_ctxt_switches'), systemMs: cpuSplitMs(pid).system }
 }
 
-type Kernel = ReturnType<typeof kernelCounters>
+/** The kernel counters per request; systemUs is the request's system CPU in µs. */
+interface Kernel { reads: number; writes: number; switches: number; systemUs: number }
 
 interface Measured { us: number; frameBytes: number; load: number; kernel: Kernel }
 /** Relay CPU over `n` requests after a warm-up, best of `rounds`; the kernel counters per request of that round. */
@@ -152,7 +153,7 @@ async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number,
     // Past V8's 3,000-call tier-up (WARMUP's comment): paced, fewer requests measured the relay's baseline code.
     await c.run(WARMUP, pacedPerSec)
     let best = Infinity
-    let kernel: Kernel = { reads: NaN, writes: NaN, switches: NaN, systemMs: NaN }
+    let kernel: Kernel = { reads: NaN, writes: NaN, switches: NaN, systemUs: NaN }
     const load = loadavg()[0]!
     const pid = relay.child.pid!
     for (let i = 0; i < rounds; i++) {
@@ -163,8 +164,8 @@ async function cpuPerRequest(brokerPort: number, n: number, pacedPerSec: number,
       const k1 = kernelCounters(pid)
       if (us < best) {
         best = us
-        // systemMs per request in µs: the kernel's share of `us`.
-        kernel = { reads: (k1.reads - k0.reads) / n, writes: (k1.writes - k0.writes) / n, switches: (k1.switches - k0.switches) / n, systemMs: ((k1.systemMs - k0.systemMs) * 1000) / n }
+        const per = (a: number, b: number) => (b - a) / n
+        kernel = { reads: per(k0.reads, k1.reads), writes: per(k0.writes, k1.writes), switches: per(k0.switches, k1.switches), systemUs: per(k0.systemMs, k1.systemMs) * 1000 }
       }
     }
     c.close()
@@ -228,7 +229,7 @@ export default async function relayCpu(): Promise<void> {
       results.push({ impl, metric: 'read system calls/request', unit: 'calls', value: r.kernel.reads })
       results.push({ impl, metric: 'write system calls/request', unit: 'calls', value: r.kernel.writes })
       results.push({ impl, metric: 'context switches/request', unit: 'switches', value: r.kernel.switches })
-      results.push({ impl, metric: 'system cpu-us/request', unit: 'us', value: r.kernel.systemMs })
+      results.push({ impl, metric: 'system cpu-us/request', unit: 'us', value: r.kernel.systemUs })
     }
     if (process.env.BENCH_CALLGRIND === '1') {
       if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('BENCH_CALLGRIND=1 needs valgrind (apt-get install valgrind)')

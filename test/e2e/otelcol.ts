@@ -5,6 +5,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { createTopic, uniqueTopic, type Cluster } from '../helpers/kafka.js'
 import { ROOT } from './wrangler.js'
 
 /**
@@ -46,6 +47,13 @@ export function pdataDecode(bin: string, signal: Signal, values: Uint8Array[]): 
 }
 
 export type Signal = 'traces' | 'logs' | 'metrics'
+
+/** A topic per signal, named from `prefix` (otlp_spans, otlp_logs, otlp_metrics, as the exporter's defaults), 3 partitions each. */
+export async function createOtlpTopics(cluster: Cluster, prefix = 'otlp'): Promise<Record<Signal, string>> {
+  const topics = { traces: uniqueTopic(`${prefix}_spans`), logs: uniqueTopic(`${prefix}_logs`), metrics: uniqueTopic(`${prefix}_metrics`) }
+  for (const t of Object.values(topics)) await createTopic(cluster, t, { partitions: 3 })
+  return topics
+}
 
 export interface Collector {
   /** Every JSON line the file exporter wrote for a signal so far, parsed. */

@@ -3,9 +3,9 @@
 // reads the keys and checks that each names what its record holds; the real Collector's kafkareceiver,
 // told `encoding: otlp_json`, reads the values back to exactly what was sent.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { bs, createTopic, ensureCluster, readTopic, uniqueTopic, type Cluster, type ReadRecord } from '../helpers/kafka.js'
-import { collectorBinary, items, startCollector, type Collector, type Signal } from './otelcol.js'
-import { startWrangler, type WranglerDev } from './wrangler.js'
+import { bs, ensureCluster, readTopic, uniqueTopic, type Cluster, type ReadRecord } from '../helpers/kafka.js'
+import { collectorBinary, createOtlpTopics, items, startCollector, type Collector, type Signal } from './otelcol.js'
+import { drained, startWrangler, type WranglerDev } from './wrangler.js'
 
 const SIGNALS: Signal[] = ['traces', 'logs', 'metrics']
 const hex = (n: number, bytes: number) => n.toString(16).padStart(bytes * 2, '0')
@@ -43,8 +43,7 @@ let records: Record<Signal, ReadRecord[]>
 
 beforeAll(async () => {
   cluster = await ensureCluster()
-  topics = { traces: uniqueTopic('otlp_json_spans'), logs: uniqueTopic('otlp_json_logs'), metrics: uniqueTopic('otlp_json_metrics') }
-  for (const t of Object.values(topics)) await createTopic(cluster, t, { partitions: 3 })
+  topics = await createOtlpTopics(cluster, 'otlp_json')
   dev = await startWrangler({
     KAFKA_BOOTSTRAP: bs(cluster), TELEMETRY_TOPIC: uniqueTopic('unused'),
     OTLP_TRACES_TOPIC: topics.traces, OTLP_LOGS_TOPIC: topics.logs, OTLP_METRICS_TOPIC: topics.metrics,
@@ -55,13 +54,7 @@ beforeAll(async () => {
     const res = await fetch(`${dev.url}/v1/${s}`, { method: 'POST', body: JSON.stringify(SENT[s]), headers: { 'content-type': 'application/json' } })
     expect(res.status, `${s}: ${await res.clone().text()}`).toBe(200)
   }
-  // The accept answered once the records were stored: wait for the object to produce them.
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const h = await (await fetch(`${dev.url}/healthz`, { signal: AbortSignal.timeout(10_000) })).json() as { backlog: number }
-    if (h.backlog === 0 || Date.now() > deadline) break
-    await new Promise((r) => setTimeout(r, 300))
-  }
+  await drained(dev)
   records = { traces: [], logs: [], metrics: [] }
   for (const s of SIGNALS) records[s] = await readTopic(cluster, topics[s], { isolation: 'read_uncommitted' })
 }, 180_000)
@@ -73,7 +66,8 @@ const keyHex = (r: ReadRecord) => (r.key === null ? null : new TextDecoder().dec
 /** Every trace id in an OTLP/JSON value, from its spans or log records. */
 function traceIds(signal: 'traces' | 'logs', v: Record<string, unknown>): Array<string | undefined> {
   const [outer, inner, leaf] = signal === 'traces' ? ['resourceSpans', 'scopeSpans', 'spans'] : ['resourceLogs', 'scopeLogs', 'logRecords']
-  return (v[outer] as Array<Record<string, Array<Record<string, Array<{ traceId?: string }>>>>>).flatMap((r) => r[inner]!.flatMap((s) => s[leaf]!.map((x) => x.traceId || undefined)))
+  type Nested = Array<Record<string, Array<Record<string, Array<{ traceId?: string }>>>>>
+  return (v[outer] as Nested).flatMap((r) => r[inner]!.flatMap((s) => s[leaf]!.map((x) => x.traceId || undefined)))
 }
 
 describe('OTLP_ENCODING=otlp_json, keyed', () => {

@@ -13,9 +13,9 @@ import { OTLPTraceExporter as JsonTraceExporter } from '@opentelemetry/exporter-
 import { SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { jsonToProto, protoToJson } from '../../src/edge/otlp/transcode.js'
-import { bs, createTopic, ensureCluster, readTopic, uniqueTopic, type Cluster, type ReadRecord } from '../helpers/kafka.js'
-import { collectorBinary, items, pdataBinary, pdataDecode, startCollector, type Collector, type Signal } from './otelcol.js'
-import { ROOT, startWrangler, type WranglerDev } from './wrangler.js'
+import { bs, ensureCluster, readTopic, uniqueTopic, type Cluster, type ReadRecord } from '../helpers/kafka.js'
+import { collectorBinary, createOtlpTopics, items, pdataBinary, pdataDecode, startCollector, type Collector, type Signal } from './otelcol.js'
+import { ROOT, drained, startWrangler, type WranglerDev } from './wrangler.js'
 
 const TOKEN = 'otlp-test-secret'
 const MAX_BODY = 256 << 10
@@ -35,8 +35,7 @@ const rejectedSpanNames = new Set<string>()
 
 beforeAll(async () => {
   cluster = await ensureCluster()
-  topics = { traces: uniqueTopic('otlp_spans'), logs: uniqueTopic('otlp_logs'), metrics: uniqueTopic('otlp_metrics') }
-  for (const t of Object.values(topics)) await createTopic(cluster, t, { partitions: 3 })
+  topics = await createOtlpTopics(cluster)
   dev = await startWrangler({
     KAFKA_BOOTSTRAP: bs(cluster), TELEMETRY_TOPIC: uniqueTopic('unused'),
     OTLP_TRACES_TOPIC: topics.traces, OTLP_LOGS_TOPIC: topics.logs, OTLP_METRICS_TOPIC: topics.metrics,
@@ -202,13 +201,7 @@ describe('what reaches Kafka', () => {
 
   beforeAll(async () => {
     records = { traces: [], logs: [], metrics: [] }
-    // The durable accept answered before producing: wait for the objects to drain.
-    const deadline = Date.now() + 60_000
-    for (;;) {
-      const h = await (await fetch(`${dev.url}/healthz`, { signal: AbortSignal.timeout(10_000) })).json() as { backlog: number }
-      if (h.backlog === 0 || Date.now() > deadline) break
-      await new Promise((r) => setTimeout(r, 300))
-    }
+    await drained(dev)
     for (const s of SIGNALS) records[s] = await readTopic(cluster, topics[s], { isolation: 'read_uncommitted' })
   })
 

@@ -36,6 +36,20 @@ export interface WranglerDev {
 }
 
 /**
+ * Waits until every shard of the Worker reports an empty backlog on /healthz (a durable accept answers
+ * before the object produces). Returns the last health seen; throws if the backlog did not drain in time.
+ */
+export async function drained(dev: WranglerDev, timeoutMs = 60_000): Promise<{ backlog: number }> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const h = await (await fetch(`${dev.url}/healthz`, { signal: AbortSignal.timeout(10_000) })).json() as { backlog: number }
+    if (h.backlog === 0) return h
+    if (Date.now() > deadline) throw new Error(`the Worker's backlog did not drain within ${timeoutMs} ms: ${h.backlog} left`)
+    await new Promise((r) => setTimeout(r, 300))
+  }
+}
+
+/**
  * Environment every wrangler run gets, so it talks to nothing but 127.0.0.1: no metrics, no cf
  * fetch, no banner (the banner does an npm update check) and, should any other path try that check,
  * an npm registry on a closed local port.
