@@ -275,20 +275,21 @@ function valuePool(valueBytes: number): Uint8Array[] {
 }
 
 /** Makes record `i` of the shape, from pools made before the count (the loop only picks from them). */
-type MakeRecord = (i: number) => { key: Uint8Array | string | null; value: Uint8Array | string; headers?: Array<{ key: string; value: string }> }
+type MakeRecord = (i: number) => { key: Uint8Array | string | null; value: Uint8Array | string; headers?: Array<{ key: string; value: string }>; timestamp?: number }
 
 function recordPool(valueBytes: number, shape: Shape): MakeRecord {
   const bytes = valuePool(valueBytes)
   if (shape === 'bytes') return (i) => ({ key: null, value: bytes[i & 4095]! })
   const strings = bytes.map((v) => String.fromCharCode(...v))
   if (shape === 'strings') return (i) => ({ key: null, value: strings[i & 4095]! })
-  // The Worker's send(): a key per client and key slot, the event's JSON text, and its three headers
-  // in a new array per record (src/edge/worker/producer-object.ts).
+  // The Worker's send(): a key per client and key slot, the event's JSON text, its three headers in a
+  // new array per record, and the event's own timestamp (src/edge/worker/producer-object.ts).
   const keys = Array.from({ length: 256 }, (_, k) => `c${k >> 2}-k${k & 3}`)
   const ids = Array.from({ length: 4096 }, (_, k) => `0190a1b2-c3d4-7e5f-8a9b-${k.toString(16).padStart(12, '0')}`)
   return (i) => ({
     key: keys[i & 255]!, value: strings[i & 4095]!,
     headers: [{ key: 'event-type', value: 'page_view' }, { key: 'content-type', value: 'application/json' }, { key: 'event-id', value: ids[i & 4095]! }],
+    timestamp: 1_700_000_000_000 + (i & 4095),
   })
 }
 
@@ -402,8 +403,8 @@ async function produce(warmup: number, n: number, compression: string, make: Mak
   const loop = async (count: number) => {
     for (let i = 0; i < count; i++) {
       const r = make(i)
-      if (SEND_FORM === 'callback') p.send({ topic: TOPIC, key: r.key, value: r.value, headers: r.headers }, callback)
-      else p.send({ topic: TOPIC, key: r.key, value: r.value, headers: r.headers }).then(done, fail)
+      if (SEND_FORM === 'callback') p.send({ topic: TOPIC, key: r.key, value: r.value, headers: r.headers, timestamp: r.timestamp }, callback)
+      else p.send({ topic: TOPIC, key: r.key, value: r.value, headers: r.headers, timestamp: r.timestamp }).then(done, fail)
       if ((i & 1023) === 1023) await clock.run({ until: clock.now() + 2 })
     }
     let flushed = false

@@ -157,6 +157,22 @@ describe('unsigned varints', () => {
   })
 })
 
+describe('strings', () => {
+  it('are written as their UTF-8 bytes behind an int16 or a compact length, ASCII or not, and read back the same', () => {
+    const enc = new TextEncoder()
+    const text = fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'grapheme', maxLength: 60 }), fc.constantFrom('', 'é', 'a'.repeat(255), 'a'.repeat(256), 'topic-ü'))
+    fc.assert(fc.property(text, fc.boolean(), (v, compact) => {
+      const bytes = enc.encode(v)
+      const frame = new Writer(8).int8(7).string(v, compact).int8(9).finish()
+      const prefix = compact ? (bytes.length + 1 < 0x80 ? [bytes.length + 1] : [((bytes.length + 1) & 0x7f) | 0x80, (bytes.length + 1) >> 7]) : [bytes.length >> 8, bytes.length & 0xff]
+      expect([...frame]).toEqual([7, ...prefix, ...bytes, 9])
+      const r = new Reader(frame)
+      r.int8()
+      expect(r.string(compact)).toBe(v)
+    }), { numRuns: 300 })
+  })
+})
+
 describe('typed messages: types derived from the same field lists the codec reads', () => {
   it('a decoded response has every field, typed by its declaration (int64 as bigint, nullable strings, nested arrays)', () => {
     const body = { throttleTimeMs: 0, errorCode: 0, producerId: 4242n, producerEpoch: 7 }

@@ -141,6 +141,33 @@ describe('RecordBatch v2 builder', () => {
     }), { numRuns: 300 })
   })
 
+  it('sizes a staged record from the bytes it wrote exactly as recordBaseSize measures it, and appends it without staging it again', () => {
+    const text = fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: 'binary', maxLength: 100 }), fc.constantFrom('\ud800', 'a\udc00b', '😀'.repeat(40), 'é'.repeat(70)))
+    const field = fc.oneof(fc.constant(null), text, bytesArb(300))
+    fc.assert(fc.property(fc.array(fc.record({
+      key: field, value: field,
+      headers: fc.option(fc.array(fc.record({ key: headerKey, value: field }), { maxLength: 4 }), { nil: undefined }),
+    }), { minLength: 1, maxLength: 20 }), stampArb, (rs, stamp) => {
+      const records: RecordInput[] = rs.map((r, i) => ({ ...r, timestamp: 1000 + i }))
+      const batch = core.openBatch({ compression: 'none' })
+      for (const r of records) {
+        expect(core.stage(r)).toBe(true)
+        expect(core.stagedBaseSize).toBe(recordBaseSize(r))
+        batch.append(r)
+        expect(core.stagedRecord).toBeNull()
+      }
+      expect(Buffer.compare(batch.finish(stamp), build(records, stamp))).toBe(0)
+    }), { numRuns: 200 })
+  })
+
+  it('does not stage a record past the room it is given, and forgets the record it held', () => {
+    const small: RecordInput = { key: null, value: 'abc', timestamp: 1 }
+    expect(core.stage(small)).toBe(true)
+    expect(core.stagedRecord).toBe(small)
+    expect(core.stage({ key: null, value: 'x'.repeat(1000), timestamp: 1 }, 2999)).toBe(false)
+    expect(core.stagedRecord).toBeNull()
+  })
+
   it('writes strings as TextEncoder\'s bytes under workerd too, whose ASCII loop runs to 192 units', async () => {
     // The loop's limit is read from navigator.userAgent when the module loads: load a copy as workerd would.
     vi.stubGlobal('navigator', { userAgent: 'Cloudflare-Workers' })

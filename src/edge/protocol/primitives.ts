@@ -3,6 +3,14 @@ import { ProtocolError } from '../errors.js'
 const encoder = new TextEncoder()
 const decoder = new TextDecoder('utf-8', { fatal: true })
 
+/** Strings up to this many UTF-16 units are checked for ASCII and, if so, written without TextEncoder. */
+const ASCII_INLINE = 255
+
+function isAscii(v: string): boolean {
+  for (let i = 0; i < v.length; i++) if (v.charCodeAt(i) > 0x7f) return false
+  return true
+}
+
 /** raw() inputs at least this large are kept by reference and copied once, by finish(). */
 const RAW_BY_REFERENCE = 1024
 
@@ -106,6 +114,15 @@ export class Writer {
 
   string(v: string | null, compact: boolean): this {
     if (v === null) return compact ? this.uvarint(0) : this.int16(-1)
+    if (v.length <= ASCII_INLINE && isAscii(v)) {
+      // Topic names and client ids, in every request: their UTF-8 is their char codes, so they are
+      // written in place rather than through a TextEncoder array each time.
+      if (compact) this.uvarint(v.length + 1)
+      else this.int16(v.length)
+      this.ensure(v.length)
+      for (let i = 0; i < v.length; i++) this.buf[this.at++] = v.charCodeAt(i)
+      return this
+    }
     const bytes = encoder.encode(v)
     if (compact) this.uvarint(bytes.length + 1)
     else {

@@ -86,7 +86,10 @@ export class OpenBatch {
     const handle = this.live()
     const core = this.core
     const ts = record.timestamp
-    const headerCount = core.stage(record)
+    // send() usually staged the record already (to size it); anything else is staged here.
+    if (core.stagedRecord !== record) core.stage(record)
+    core.stagedRecord = null
+    const headerCount = core.stagedHeaderCount
     const first = this.count === 0 ? ts : this.firstTs
     let size: number
     try {
@@ -303,7 +306,8 @@ function uvarintSize(v: number): number {
   return v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x200000 ? 3 : v < 0x10000000 ? 4 : 5
 }
 
-function varintSize(n: number): number {
+/** @internal */
+export function varintSize(n: number): number {
   return uvarintSize(((n << 1) ^ (n >> 31)) >>> 0)
 }
 
@@ -342,9 +346,12 @@ export function recordBaseSize(record: RecordInput): number {
 
 /** A nullable bytes field: its length varint and its bytes (-1 for null: one byte). */
 function fieldSize(v: Uint8Array | string | null): number {
-  if (v === null) return 1
-  const n = typeof v === 'string' ? utf8Length(v) : v.length
-  return varintSize(n) + n
+  return fieldSizeOf(v === null ? -1 : typeof v === 'string' ? utf8Length(v) : v.length)
+}
+
+/** @internal fieldSize() of a field of `n` bytes (-1: null). */
+export function fieldSizeOf(n: number): number {
+  return n < 0 ? 1 : varintSize(n) + n
 }
 
 /** Exact encoded size of a record with the given recordBaseSize() at these deltas (attributes byte included). */

@@ -6,7 +6,7 @@
 import {
   CODEC_STATUS, CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError,
 } from '../errors.js'
-import { OpenBatch, recordSize, writeUtf8, type RecordInput } from './batch.js'
+import { OpenBatch, fieldSizeOf, recordSize, varintSize, writeUtf8, type RecordInput } from './batch.js'
 
 export {
   NO_PRODUCER, OpenBatch, RECORD_BATCH_HEADER_SIZE, batchHeader, readBatchRecords, recordBaseSize, recordSize, recordSizeFromBase, restamp,
@@ -71,6 +71,15 @@ export class Core {
   stagedKeyBytes = -1
   /** @internal */
   stagedValueBytes = -1
+  /**
+   * @internal The record staging holds, its header count and its recordBaseSize(), from the lengths
+   * stage() wrote: send() stages a record once, sizes it from there, and append() finds it staged.
+   */
+  stagedRecord: RecordInput | null = null
+  /** @internal */
+  stagedHeaderCount = 0
+  /** @internal */
+  stagedBaseSize = 0
 
   /** @internal Use loadCore(). */
   constructor(exports: CoreExports) {
@@ -210,14 +219,16 @@ export class Core {
 
   /** @internal Gives back staging grown by a huge record. */
   trimStaging(): void {
+    this.stagedRecord = null
     if (this.exports.stagingTrim()) this.stagingCap = 0
   }
 
   /**
    * @internal Writes a record's key, value and headers into staging, in the layout batchAppend
-   * reads (assembly/batch.ts). Returns the header count.
+   * reads (assembly/batch.ts), and sets stagedRecord, stagedHeaderCount and stagedBaseSize. A record
+   * that could need more than `maxRoom` bytes of staging is not staged (false): staging only grows.
    */
-  stage(record: RecordInput): number {
+  stage(record: RecordInput, maxRoom = Infinity): boolean {
     const key = record.key
     const value = record.value
     const headers = record.headers
@@ -227,6 +238,7 @@ export class Core {
       const h = headers![i]!
       size += 8 + 3 * h.key.length + roomFor(h.value)
     }
+    if (size > maxRoom) { this.stagedRecord = null; return false }
     const at = this.staging(size)
     const u8 = this.u8
     const keyBytes = key === null ? -1 : put(u8, key, at)
@@ -235,6 +247,8 @@ export class Core {
     p += Math.max(0, valueBytes)
     this.stagedKeyBytes = keyBytes
     this.stagedValueBytes = valueBytes
+    // recordBaseSize() from the lengths just written: the strings are not measured a second time.
+    let base = fieldSizeOf(keyBytes) + fieldSizeOf(valueBytes) + varintSize(headerCount)
     if (headerCount > 0) {
       const dv = this.dv
       for (let i = 0; i < headerCount; i++) {
@@ -243,17 +257,16 @@ export class Core {
         dv.setInt32(p, n, true)
         p += 4 + n
         const v = h.value
-        if (v === null) {
-          dv.setInt32(p, -1, true)
-          p += 4
-        } else {
-          const m = put(u8, v, p + 4)
-          dv.setInt32(p, m, true)
-          p += 4 + m
-        }
+        const m = v === null ? -1 : put(u8, v, p + 4)
+        dv.setInt32(p, m, true)
+        p += 4 + Math.max(0, m)
+        base += varintSize(n) + n + fieldSizeOf(m)
       }
     }
-    return headerCount
+    this.stagedRecord = record
+    this.stagedHeaderCount = headerCount
+    this.stagedBaseSize = base
+    return true
   }
 
   /** @internal Runs a WASM call, turning a trap into a typed error. */
