@@ -164,7 +164,8 @@ describe('strings', () => {
     fc.assert(fc.property(text, fc.boolean(), (v, compact) => {
       const bytes = enc.encode(v)
       const frame = new Writer(8).int8(7).string(v, compact).int8(9).finish()
-      const prefix = compact ? (bytes.length + 1 < 0x80 ? [bytes.length + 1] : [((bytes.length + 1) & 0x7f) | 0x80, (bytes.length + 1) >> 7]) : [bytes.length >> 8, bytes.length & 0xff]
+      const n = compact ? bytes.length + 1 : bytes.length
+      const prefix = !compact ? [n >> 8, n & 0xff] : n < 0x80 ? [n] : [(n & 0x7f) | 0x80, n >> 7]
       expect([...frame]).toEqual([7, ...prefix, ...bytes, 9])
       const r = new Reader(frame)
       r.int8()
