@@ -4,7 +4,7 @@ import stylistic from '@stylistic/eslint-plugin'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'build/**', 'node_modules/**', '.kafka/**', 'src/edge/wasm/core.generated.ts', 'assembly/**'] },
+  { ignores: ['dist/**', 'build/**', 'node_modules/**', '.kafka/**', '.tmp/**', '.scratch/**', '**/.wrangler/**', 'src/edge/wasm/core.generated.ts', 'assembly/**'] },
   ...tseslint.configs.recommended,
   {
     // `_name` marks a parameter or binding kept for its position (a callback's signature, a tuple).
