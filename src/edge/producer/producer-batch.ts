@@ -40,11 +40,6 @@ const INT_MAX = 2147483647
 /** Sequences wrap from Integer.MAX_VALUE to 0, as the broker expects. */
 export const incrementSequence = (seq: number, by: number): number => (seq > INT_MAX - by ? seq - INT_MAX - 1 + by : seq + by)
 
-/**
- * The records bound for one partition in one request. Open (in WASM memory, taking appends) until
- * drained; then closed with its producer id, epoch and base sequence stamped, and its bytes never
- * change again except through an epoch-bump rewrite, so a retry is byte-identical to the first send.
- */
 /** Batches go out by (producer id, epoch, sequence): after a bump, old-epoch batches before rewritten ones. */
 export function sequenceOrder(a: ProducerBatch, b: ProducerBatch): number {
   if (a.producerId !== b.producerId) return a.producerId < b.producerId ? -1 : 1
@@ -52,8 +47,17 @@ export function sequenceOrder(a: ProducerBatch, b: ProducerBatch): number {
   return a.baseSequence - b.baseSequence
 }
 
+/**
+ * The records bound for one partition in one request. Open (in WASM memory, taking appends) until
+ * drained; then closed with its producer id, epoch and base sequence stamped, so a retry is
+ * byte-identical to the first send.
+ */
 export class ProducerBatch {
   open: OpenBatch | null
+  /**
+   * The closed batch. Never written to: an epoch bump that rewrites the stamp gives the batch a new
+   * array, so a request, a checkpoint or a store holding the old one can keep it without a copy.
+   */
   bytes: Uint8Array | null = null
   /**
    * Each record's promise callbacks and timestamp, in append order: three flat arrays rather than an

@@ -198,7 +198,9 @@ export class Producer {
       metadataMaxAgeMs: c.metadataMaxAgeMs, tls: c.security.tls, sasl: c.security.sasl, random: c.random, log: c.log,
     })
     this.idempotence = c.idempotence ? new IdempotenceManager(c.transactionalId, (b, s) => {
-      restamp(this.core!, b.bytes!, s)
+      // Copy on write: whoever holds the old array (a checkpoint, a request) keeps what it was given.
+      b.bytes = b.bytes!.slice()
+      restamp(this.core!, b.bytes, s)
       b.producerId = s.producerId; b.producerEpoch = s.producerEpoch; b.baseSequence = s.baseSequence; b.transactional = s.transactional
     // The accumulator drains a partition only once it is part of the transaction.
     }, c.transactionalId === null ? null : (tp) => this.transactions!.isSendToPartitionAllowed(tp), c.observer.onProducerId?.bind(c.observer)) : null
