@@ -13,7 +13,7 @@ import { TxnOffsetCommit } from './apis/txn-offset-commit.js'
 import { Reader, Writer } from './primitives.js'
 import { decodeMessage, encodeMessage, type ApiSchema, type Message } from './schema.js'
 
-export { Reader, Writer } from './primitives.js'
+export { Reader, Writer, type FrameBytes } from './primitives.js'
 export type { ApiSchema, Message, MessageOf, RequestOf, RequestBody, ResponseBody } from './schema.js'
 export { errorInfo, errorCode, apiError, allErrors, exceptionClass, type ErrorInfo, type ErrorCategory } from './error-codes.js'
 export {

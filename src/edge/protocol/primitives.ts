@@ -11,6 +11,18 @@ function isAscii(v: string): boolean {
   return true
 }
 
+/**
+ * Bytes a Writer copies straight into the frame, then tells where they landed: a record batch
+ * waiting in WASM memory is copied once, into its request, and keeps that copy as its bytes.
+ */
+export interface FrameBytes {
+  readonly length: number
+  copyInto(dst: Uint8Array): void
+  placed(inFrame: Uint8Array): void
+}
+
+const isFrameBytes = (v: Uint8Array | FrameBytes): v is FrameBytes => typeof (v as FrameBytes).copyInto === 'function'
+
 /** raw() inputs at least this large are kept by reference and copied once, by finish(). */
 const RAW_BY_REFERENCE = 1024
 
@@ -27,8 +39,8 @@ export class Writer {
   /** Write position in buf; buf[start, at) is the not yet parted tail. */
   private at = 0
   private start = 0
-  /** Pieces before buf[start]: slices of earlier buffers and large raw() inputs, in order. */
-  private parts: Uint8Array[] | null = null
+  /** Pieces before buf[start]: slices of earlier buffers, large raw() inputs and FrameBytes, in order. */
+  private parts: Array<Uint8Array | FrameBytes> | null = null
   /** Per part: written by this writer (true) or a caller's array kept by reference (never patched). */
   private owned: boolean[] | null = null
   private partsBytes = 0
@@ -55,7 +67,7 @@ export class Writer {
     this.at = used
   }
 
-  private part(bytes: Uint8Array, owned: boolean): void {
+  private part(bytes: Uint8Array | FrameBytes, owned: boolean): void {
     (this.parts ??= []).push(bytes)
     ;(this.owned ??= []).push(owned)
     this.partsBytes += bytes.length
@@ -79,16 +91,19 @@ export class Writer {
   }
 
   raw(bytes: Uint8Array): this {
-    if (bytes.length >= RAW_BY_REFERENCE) {
-      // Close the tail as a part (a view: no copy) and keep going in the rest of buf.
-      if (this.at > this.start) this.part(this.buf.subarray(this.start, this.at), true)
-      this.start = this.at
-      this.part(bytes, false)
-      return this
-    }
+    if (bytes.length >= RAW_BY_REFERENCE) return this.byReference(bytes)
+
     this.ensure(bytes.length)
     this.buf.set(bytes, this.at)
     this.at += bytes.length
+    return this
+  }
+
+  /** Closes the tail as a part (a view: no copy), adds `bytes` after it, and keeps going in the rest of buf. */
+  private byReference(bytes: Uint8Array | FrameBytes): this {
+    if (this.at > this.start) this.part(this.buf.subarray(this.start, this.at), true)
+    this.start = this.at
+    this.part(bytes, false)
     return this
   }
 
@@ -103,7 +118,7 @@ export class Writer {
         const p = this.parts[i]!
         if (at < p.length) {
           if (!this.owned![i]) throw new RangeError('Writer.setInt32At: offset inside bytes passed to raw() by reference')
-          p[at] = b
+          ;(p as Uint8Array)[at] = b
           return
         }
         at -= p.length
@@ -132,19 +147,34 @@ export class Writer {
     return this.raw(bytes)
   }
 
-  bytes(v: Uint8Array | null, compact: boolean): this {
+  bytes(v: Uint8Array | FrameBytes | null, compact: boolean): this {
     if (v === null) return compact ? this.uvarint(0) : this.int32(-1)
     if (compact) this.uvarint(v.length + 1)
     else this.int32(v.length)
-    return this.raw(v)
+    return isFrameBytes(v) ? this.byReference(v) : this.raw(v)
   }
 
   finish(): Uint8Array {
     if (!this.parts) return this.buf.subarray(0, this.at)
     const out = new Uint8Array(this.pos)
     let o = 0
-    for (const p of this.parts) { out.set(p, o); o += p.length }
+    let placed: number[] | null = null
+    for (let i = 0; i < this.parts.length; i++) {
+      const p = this.parts[i]!
+      if (isFrameBytes(p)) {
+        p.copyInto(out.subarray(o, o + p.length))
+        ;(placed ??= []).push(i, o)
+      } else out.set(p, o)
+      o += p.length
+    }
     out.set(this.buf.subarray(this.start, this.at), o)
+    // Told once the whole frame is written: placing a source may free the memory it was copied from.
+    if (placed) {
+      for (let k = 0; k < placed.length; k += 2) {
+        const p = this.parts[placed[k]!] as FrameBytes
+        p.placed(out.subarray(placed[k + 1]!, placed[k + 1]! + p.length))
+      }
+    }
     return out
   }
 }

@@ -66,6 +66,8 @@ export class OpenBatch {
   private readonly core: Core
   private readonly codec: number
   private readonly level: number
+  /** The finished batch's length once seal() ran (it waits in WASM memory); -1 while open. */
+  private sealedBytes = -1
 
   /** @internal Use Core.openBatch(). */
   constructor(core: Core, handle: number, codec: number, level: number) {
@@ -80,10 +82,13 @@ export class OpenBatch {
   get uncompressedBytes(): number { return this.size }
   /** The first record's timestamp (0 while empty). */
   get firstTimestamp(): number { return this.firstTs }
+  /** The finished batch's length after seal(), -1 before. */
+  get sealedLength(): number { return this.sealedBytes }
 
   /** Appends unconditionally; check estimatedSizeWith() first to respect a size limit. */
   append(record: RecordInput): void {
     const handle = this.live()
+    if (this.sealedBytes >= 0) throw new WasmCoreError('cannot append to a finished batch')
     const core = this.core
     const ts = record.timestamp
     // send() usually staged the record already (to size it); anything else is staged here.
@@ -119,7 +124,17 @@ export class OpenBatch {
 
   /** Completes the batch (header, compression, CRC) and returns its bytes; the batch is closed after. */
   finish(stamp: ProducerStamp): Uint8Array {
+    this.seal(stamp)
+    return this.takeSealed()
+  }
+
+  /**
+   * Completes the batch (header, compression, CRC) and leaves it in WASM memory, where
+   * copySealedInto() or takeSealed() get it; returns its length.
+   */
+  seal(stamp: ProducerStamp): number {
     const handle = this.live()
+    if (this.sealedBytes >= 0) throw new WasmCoreError('batch already finished')
     if (this.count === 0) throw new WasmCoreError('cannot finish a batch with no records')
     const core = this.core
     const pid = stamp.producerId
@@ -135,10 +150,28 @@ export class OpenBatch {
       if (length === ERR_OUT_OF_MEMORY) throw outOfMemory(this.size)
       throw new WasmCoreError(`compression (${codecName(this.codec)}) failed with status ${length}`)
     }
-    const at = core.exports.batchData(handle) >>> 0
-    const out = core.bytes().slice(at, at + length)
+    this.sealedBytes = length
+    return length
+  }
+
+  /** Copies the sealed batch into `dst` (sealedLength bytes); it stays sealed. */
+  copySealedInto(dst: Uint8Array): void {
+    dst.set(this.sealedView())
+  }
+
+  /** The sealed batch, copied out of WASM memory; the batch is freed. */
+  takeSealed(): Uint8Array {
+    const out = this.sealedView().slice()
     this.discard()
     return out
+  }
+
+  /** A view valid until the next call into the core: it may grow the memory, which detaches views. */
+  private sealedView(): Uint8Array {
+    const handle = this.live()
+    if (this.sealedBytes < 0) throw new WasmCoreError('batch not finished')
+    const at = this.core.exports.batchData(handle) >>> 0
+    return this.core.bytes().subarray(at, at + this.sealedBytes)
   }
 
   /** Frees the batch without producing bytes. Idempotent. */
