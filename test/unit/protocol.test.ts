@@ -174,6 +174,24 @@ describe('strings', () => {
   })
 })
 
+describe('Writer.forFrame', () => {
+  it('frames written one after another in the shared buffer are each their own copy', () => {
+    const small = encodeRequest(ApiVersions, 3, 1, 'a', { clientSoftwareName: 'x', clientSoftwareVersion: '1' })
+    const before = [...small]
+    const big = encodeRequest(Metadata, 12, 2, 'b'.repeat(5000), { topics: [{ name: 't', topicId: new Uint8Array(16) }], allowAutoTopicCreation: false })
+    expect([...small]).toEqual(before)
+    expect(decodeRequest(small).header.correlationId).toBe(1)
+    expect(decodeRequest(big).header.clientId).toBe('b'.repeat(5000))
+    expect(small.buffer).not.toBe(big.buffer)
+  })
+
+  it('refuses to finish a frame another one was begun over', () => {
+    const first = Writer.forFrame().int32(1)
+    Writer.forFrame().int32(2).finish()
+    expect(() => first.finish()).toThrow(ProtocolError)
+  })
+})
+
 describe('FrameBytes', () => {
   it('are copied straight into the frame, once, and told where they landed after the whole frame is written', () => {
     const src = Uint8Array.from({ length: 3000 }, (_, i) => (i * 7) & 0xff)

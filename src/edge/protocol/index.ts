@@ -56,7 +56,7 @@ export function encodeRequest(api: ApiSchema, version: number, correlationId: nu
     throw new ProtocolError(`${api.name} v${version} is outside the supported range ${api.minVersion}-${api.maxVersion}`)
   }
   const flexible = isFlexible(api, version)
-  const w = new Writer(256)
+  const w = Writer.forFrame()
   w.int32(0).int16(api.key).int16(version).int32(correlationId).string(clientId, false)
   if (flexible) w.uvarint(0)
   encodeMessage(api.request, version, flexible, body, w)
