@@ -45,7 +45,15 @@ export function shardOf(r: Pick<TelemetryRecord, 'key' | 'id'>, shards: number):
  */
 export function telemetryApp(options: TelemetryAppOptions = {}) {
   const app = new Hono<{ Bindings: Env }>()
+  // The env is one object for the isolate's life: its settings are read once, not per request (a
+  // setting that throws is not kept, so every request answers its error until it is fixed).
+  const settings = new WeakMap<Env, ReturnType<typeof readSettings>>()
   const cfg = (env: Env) => {
+    let s = settings.get(env)
+    if (!s) settings.set(env, s = readSettings(env))
+    return s
+  }
+  const readSettings = (env: Env) => {
     const ns = (env as unknown as Record<string, DurableObjectNamespace | undefined>)[options.binding ?? 'PRODUCER']
     if (!ns || typeof ns.idFromName !== 'function') {
       throw new Error(`no Durable Object binding ${options.binding ?? 'PRODUCER'}: bind the KafkaProducerObject class in wrangler.toml`)
@@ -58,7 +66,8 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
       maxEvents: options.limits?.maxEvents ?? intVar(env, 'MAX_EVENTS', DEFAULT_LIMITS.maxEvents),
       maxEventBytes: options.limits?.maxEventBytes ?? DEFAULT_LIMITS.maxEventBytes,
     }
-    const stub = (i: number): DurableObjectStub => ns.get(ns.idFromName(`${SHARD_PREFIX}${i}`), locationHint ? { locationHint } : undefined)
+    const ids: unknown[] = []
+    const stub = (i: number): DurableObjectStub => ns.get(ids[i] ??= ns.idFromName(`${SHARD_PREFIX}${i}`), locationHint ? { locationHint } : undefined)
     return { shards, mode, limits, stub }
   }
 
