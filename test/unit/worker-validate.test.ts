@@ -93,4 +93,9 @@ describe('readBodyLimited', () => {
   it('400 on invalid UTF-8', async () => {
     await expect(readBodyLimited(req(new Uint8Array([0x7b, 0xff, 0x7d])), 100)).rejects.toMatchObject({ status: 400, message: /UTF-8/ })
   })
+  it('reads a body of declared length whole, holding it to the UTF-8 check and to the limit even when the length understates it', async () => {
+    expect(await readBodyLimited(req('{"type":"é"}', { 'content-length': '13' }), 100)).toBe('{"type":"é"}')
+    await expect(readBodyLimited(req(new Uint8Array([0x7b, 0xff, 0x7d]), { 'content-length': '3' }), 100)).rejects.toMatchObject({ status: 400, message: /UTF-8/ })
+    await expect(readBodyLimited(req('x'.repeat(500), { 'content-length': '50' }), 100)).rejects.toMatchObject({ status: 413, message: /500 bytes; at most 100/ })
+  })
 })

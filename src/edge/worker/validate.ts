@@ -167,6 +167,13 @@ export async function readBodyLimited(request: Request, max: number): Promise<st
   // Unread, the body is discarded by the runtime (and by wrangler dev's drain middleware).
   if (declared !== null && Number(declared) > max) throw new TelemetryInputError(413, `body is ${declared} bytes; at most ${max} are accepted`)
   if (!request.body) return ''
+  // A declared length within the limit is the body's length (HTTP framing holds the body to it): one
+  // read of the whole, rather than a stream read chunk by chunk.
+  if (declared !== null && /^\d+$/.test(declared)) {
+    const body = new Uint8Array(await request.arrayBuffer())
+    if (body.length > max) throw new TelemetryInputError(413, `body is ${body.length} bytes; at most ${max} are accepted`)
+    return utf8Body(body)
+  }
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
   let total = 0
@@ -190,8 +197,14 @@ export async function readBodyLimited(request: Request, max: number): Promise<st
   const all = new Uint8Array(total)
   let at = 0
   for (const c of chunks) { all.set(c, at); at += c.byteLength }
+  return utf8Body(all)
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
+
+function utf8Body(bytes: Uint8Array): string {
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(all)
+    return strictUtf8.decode(bytes)
   } catch {
     throw new TelemetryInputError(400, 'body is not valid UTF-8')
   }
