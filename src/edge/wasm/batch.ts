@@ -66,8 +66,7 @@ export class OpenBatch {
   private readonly core: Core
   private readonly codec: number
   private readonly level: number
-  /** After seal(): the finished batch's handle and length (it waits in WASM memory); handle is 0 then. */
-  private sealedHandle = 0
+  /** The finished batch's length once seal() ran (it waits in WASM memory); -1 while open. */
   private sealedBytes = -1
 
   /** @internal Use Core.openBatch(). */
@@ -89,6 +88,7 @@ export class OpenBatch {
   /** Appends unconditionally; check estimatedSizeWith() first to respect a size limit. */
   append(record: RecordInput): void {
     const handle = this.live()
+    if (this.sealedBytes >= 0) throw new WasmCoreError('cannot append to a finished batch')
     const core = this.core
     const ts = record.timestamp
     // send() usually staged the record already (to size it); anything else is staged here.
@@ -134,6 +134,7 @@ export class OpenBatch {
    */
   seal(stamp: ProducerStamp): number {
     const handle = this.live()
+    if (this.sealedBytes >= 0) throw new WasmCoreError('batch already finished')
     if (this.count === 0) throw new WasmCoreError('cannot finish a batch with no records')
     const core = this.core
     const pid = stamp.producerId
@@ -149,10 +150,7 @@ export class OpenBatch {
       if (length === ERR_OUT_OF_MEMORY) throw outOfMemory(this.size)
       throw new WasmCoreError(`compression (${codecName(this.codec)}) failed with status ${length}`)
     }
-    // Sealed, the batch takes no more appends: live() refuses them as it refuses a finished batch's.
-    this.sealedHandle = handle
     this.sealedBytes = length
-    this.handle = 0
     return length
   }
 
@@ -164,7 +162,7 @@ export class OpenBatch {
   /** The sealed batch, copied out of WASM memory; the batch is freed. */
   takeSealed(): Uint8Array {
     // slice(at, end) of the memory's view: subarray(...).slice() counted more instructions.
-    const at = this.sealedAt()
+    const at = this.core.exports.batchData(this.live()) >>> 0
     const out = this.core.bytes().slice(at, at + this.sealedBytes)
     this.discard()
     return out
@@ -172,22 +170,17 @@ export class OpenBatch {
 
   /** A view valid until the next call into the core: it may grow the memory, which detaches views. */
   private sealedView(): Uint8Array {
-    const at = this.sealedAt()
+    const handle = this.live()
+    if (this.sealedBytes < 0) throw new WasmCoreError('batch not finished')
+    const at = this.core.exports.batchData(handle) >>> 0
     return this.core.bytes().subarray(at, at + this.sealedBytes)
-  }
-
-  private sealedAt(): number {
-    if (this.sealedHandle === 0) throw new WasmCoreError(this.sealedBytes < 0 ? 'batch not finished' : 'batch already discarded')
-    return this.core.exports.batchData(this.sealedHandle) >>> 0
   }
 
   /** Frees the batch without producing bytes. Idempotent. */
   discard(): void {
-    const handle = this.handle || this.sealedHandle
-    if (handle === 0) return
-    this.core.exports.batchFree(handle)
+    if (this.handle === 0) return
+    this.core.exports.batchFree(this.handle)
     this.handle = 0
-    this.sealedHandle = 0
     // A single huge record may have grown staging far beyond its usual size; give it back.
     this.core.trimStaging()
   }
