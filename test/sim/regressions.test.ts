@@ -196,6 +196,12 @@ describe('simulation regressions', () => {
     expect((await runSeed(135116)).violations).toEqual([])
   })
 
+  it('seed 2917269: an unknown batch of an older epoch does not hide the current epoch\'s, so OUT_OF_ORDER right after it bumps the epoch', async () => {
+    // Epoch 0 left sequences up to 3 unknown (a poisoned batch after a timed-out attempt); epoch 1's
+    // sequence 0 failed the same way, and its sequence 1 met OUT_OF_ORDER until delivery.timeout.ms.
+    expect((await runSeed(2917269)).violations).toEqual([])
+  })
+
   it('seed 1246175: a retry backing off behind the pieces of a split batch is sent when its backoff ends, not at delivery.timeout.ms', async () => {
     // Sequence 1 is appended but answered NOT_ENOUGH_REPLICAS_AFTER_APPEND and goes back to the deque to
     // back off; sequences 2-3, in flight behind it, are answered MESSAGE_TOO_LARGE and split. The pieces

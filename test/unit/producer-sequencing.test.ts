@@ -68,6 +68,26 @@ describe('IdempotenceManager sequencing (reference section 3)', () => {
     expect(b1.sequenceHasBeenReset).toBe(true)
   })
 
+  it('seed 2917269: OUT_OF_ORDER right after the unknown batch of the current epoch bumps, whatever an older epoch left unknown', () => {
+    const tm = manager()
+    const kept = drain(tm, batch(3)) // epoch 0, sequences 0-2; an attempt timed out, so it may be in the log
+    kept.maybeWritten = true
+    const refused = drain(tm, batch()); const first = drain(tm, batch()); const second = drain(tm, batch(2))
+    tm.handleFailedBatch(refused, errorCode('INVALID_RECORD'), true)
+    tm.bumpIdempotentEpochIfRequired()
+    expect([kept.producerEpoch, first.producerEpoch, first.baseSequence, second.baseSequence]).toEqual([0, 1, 0, 1])
+    // Both unknown batches fail for good: epoch 0 up to sequence 2, epoch 1 at sequence 0.
+    tm.handleFailedBatch(kept, errorCode('INVALID_RECORD'), true)
+    first.maybeWritten = true
+    tm.handleFailedBatch(first, errorCode('INVALID_RECORD'), true)
+    // The broker refuses epoch 1's sequence 1 as out of order: so epoch 1's sequence 0 is not in the
+    // log, and a bump is safe. Compared with epoch 0's next sequence (3), the batch was retried to expiry.
+    expect(tm.canRetrySequenceError(errorCode('OUT_OF_ORDER_SEQUENCE_NUMBER'), second, -1n)).toBe(true)
+    expect(tm.sequencesNeedNewEpoch).toBe(true)
+    tm.bumpIdempotentEpochIfRequired()
+    expect([second.producerEpoch, second.baseSequence]).toEqual([2, 0])
+  })
+
   it('a batch that failed for good bumps; earlier in-flight batches keep their epoch (they may be in the log), later ones restart at 0', () => {
     const tm = manager()
     ack(tm, drain(tm, batch()), 0n)

@@ -104,6 +104,9 @@ export class TxnPartitionEntry {
 }
 
 /** Where a partition's sequence run is known to break: nothing from `sequence` on is in the log under that id/epoch. */
+/** A sequence of an epoch as one number, ordered by epoch first (epochs stay below 2^15). */
+const epochSequence = (epoch: number, sequence: number): number => epoch * 2 ** 31 + sequence
+
 export interface SequenceGap { readonly producerId: bigint; readonly epoch: number; readonly sequence: number }
 
 /**
@@ -140,6 +143,10 @@ export class IdempotenceManager {
   fatalError: Error | null = null
   private readonly partitions = new Map<string, TxnPartitionEntry>()
   /** Partition -> the next sequence it would have had when a batch with unknown outcome expired. */
+  /**
+   * Per partition, the sequence after the last batch whose outcome is unknown, as epochSequence()
+   * keys it: a sequence number of one epoch says nothing about the sequences of the next.
+   */
   readonly unresolved = new Map<string, number>()
   /** Partition -> where its sequences broke (null: rewrite every in-flight batch). */
   private readonly partitionsToRewrite = new Map<string, SequenceGap | null>()
@@ -268,8 +275,8 @@ export class IdempotenceManager {
     return sequence - this.entry(tp).lastAckedSequence === 1
   }
 
-  private isNextSequenceForUnresolved(tp: TopicPartition, sequence: number): boolean {
-    return this.unresolved.get(tp.key) === sequence
+  private isNextSequenceForUnresolved(tp: TopicPartition, batch: ProducerBatch): boolean {
+    return this.unresolved.get(tp.key) === epochSequence(batch.producerEpoch, batch.baseSequence)
   }
 
   /** Whether the head batch of a partition may be drained now (Java: !shouldStopDrainBatchesForPartition). */
@@ -383,7 +390,10 @@ export class IdempotenceManager {
 
   /** A batch whose outcome is unknown left for good (expired): hold the partition until in-flight settles. */
   markSequenceUnresolved(batch: ProducerBatch): void {
-    const next = incrementSequence(batch.lastSequence, 1)
+    // The latest epoch's unknown batch is the one the partition's next batches follow. Sequences alone
+    // let an old epoch's higher one hide it: a batch right after it then met OUT_OF_ORDER without the
+    // epoch bump that answer proves safe, and was retried until it expired (seed 2917269).
+    const next = epochSequence(batch.producerEpoch, incrementSequence(batch.lastSequence, 1))
     const cur = this.unresolved.get(batch.tp.key)
     this.unresolved.set(batch.tp.key, cur === undefined ? next : Math.max(cur, next))
   }
@@ -439,7 +449,7 @@ export class IdempotenceManager {
         return true
       }
       if (!this.isTransactional) {
-        if (!this.hasUnresolvedSequence(tp) || this.isNextSequenceForUnresolved(tp, batch.baseSequence)) this.requestEpochBumpForPartition(tp)
+        if (!this.hasUnresolvedSequence(tp) || this.isNextSequenceForUnresolved(tp, batch)) this.requestEpochBumpForPartition(tp)
         return true
       }
       return false
