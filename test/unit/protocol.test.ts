@@ -3,7 +3,7 @@ import { describe, expect, expectTypeOf, it } from 'vitest'
 import { ProtocolError } from '../../src/edge/errors.js'
 import {
   APIS, ApiVersions, Produce, Metadata, decodeRequest, decodeRequestHeader, decodeResponse, encodeRequest, encodeResponse,
-  InitProducerId, Reader, Writer, errorCode, errorInfo, responseHeaderVersion, type ApiSchema, type FrameBytes, type Message, type RequestBody, type ResponseBody,
+  InitProducerId, Reader, Writer, errorCode, errorInfo, responseHeaderVersion, type ApiSchema, type Message, type RequestBody, type ResponseBody,
 } from '../../src/edge/protocol/index.js'
 import type { Field } from '../../src/edge/protocol/schema.js'
 import { FrameDecoder } from '../../src/edge/protocol/frame-decoder.js'
@@ -171,44 +171,6 @@ describe('strings', () => {
       r.int8()
       expect(r.string(compact)).toBe(v)
     }), { numRuns: 300 })
-  })
-})
-
-describe('Writer.forFrame', () => {
-  it('frames written one after another in the shared buffer are each their own copy', () => {
-    const small = encodeRequest(ApiVersions, 3, 1, 'a', { clientSoftwareName: 'x', clientSoftwareVersion: '1' })
-    const before = [...small]
-    const big = encodeRequest(Metadata, 12, 2, 'b'.repeat(5000), { topics: [{ name: 't', topicId: new Uint8Array(16) }], allowAutoTopicCreation: false })
-    expect([...small]).toEqual(before)
-    expect(decodeRequest(small).header.correlationId).toBe(1)
-    expect(decodeRequest(big).header.clientId).toBe('b'.repeat(5000))
-    expect(small.buffer).not.toBe(big.buffer)
-  })
-
-  it('refuses to finish a frame another one was begun over', () => {
-    const first = Writer.forFrame().int32(1)
-    Writer.forFrame().int32(2).finish()
-    expect(() => first.finish()).toThrow(ProtocolError)
-  })
-})
-
-describe('FrameBytes', () => {
-  it('are copied straight into the frame, once, and told where they landed after the whole frame is written', () => {
-    const src = Uint8Array.from({ length: 3000 }, (_, i) => (i * 7) & 0xff)
-    const events: string[] = []
-    const placed: Uint8Array[] = []
-    const fb: FrameBytes = { length: src.length, copyInto: (d) => { events.push('copy'); d.set(src) }, placed: (b) => { events.push('placed'); placed.push(b) } }
-    const w = new Writer(16).int32(0).bytes(fb, true).bytes(Uint8Array.of(1, 2), false)
-    w.setInt32At(0, w.pos - 4)
-    const frame = w.finish()
-    expect(events).toEqual(['copy', 'placed'])
-    const r = new Reader(frame)
-    expect(r.int32()).toBe(frame.length - 4)
-    const back = r.bytes(true)!
-    expect(placed[0]!.buffer).toBe(frame.buffer)
-    expect(placed[0]!.byteOffset).toBe(back.byteOffset)
-    expect([...back]).toEqual([...src])
-    expect([...r.bytes(false)!]).toEqual([1, 2])
   })
 })
 

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
 import { beforeAll, describe, expect, it, vi } from 'vitest'
 import fc from 'fast-check'
-import { batchHeader, loadCore, NO_PRODUCER, recordBaseSize, restamp, type CompressionType, type Core, type DecodedRecord, type ProducerStamp, type RecordInput } from '../../src/edge/wasm/core.js'
+import { batchHeader, loadCore, NO_PRODUCER, recordBaseSize, recordSize, restamp, type CompressionType, type Core, type DecodedRecord, type ProducerStamp, type RecordInput } from '../../src/edge/wasm/core.js'
 import { BatchReadError, readBatch } from '../helpers/batch-reader.js'
 
 let core: Core
@@ -199,7 +199,7 @@ describe('RecordBatch v2 builder', () => {
         batch.append({ key: null, value: null, timestamp: 0 })
         const before = batch.uncompressedBytes
         batch.append(r)
-        expect(batch.uncompressedBytes - before).toBe(core.recordSize(r, 1, r.timestamp))
+        expect(batch.uncompressedBytes - before).toBe(recordSize(r, 1, r.timestamp))
         batch.discard()
         // Offset deltas beyond a batch's reach: compare with kafkajs's record encoder, which takes
         // headers as an object (so: unique keys, non-null values only).
@@ -209,7 +209,7 @@ describe('RecordBatch v2 builder', () => {
           offsetDelta, timestampDelta, key: r.key && Buffer.from(r.key), value: r.value && Buffer.from(r.value),
           headers: Object.fromEntries(headers.map((h) => [h.key, Buffer.from(h.value!)])),
         })
-        expect(core.recordSize(plain, offsetDelta, timestampDelta)).toBe(kafkajs.buffer.length)
+        expect(recordSize(plain, offsetDelta, timestampDelta)).toBe(kafkajs.buffer.length)
       }),
       { numRuns: 300 },
     )

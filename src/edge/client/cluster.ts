@@ -143,7 +143,6 @@ export class Cluster {
   }
 
   private apply(res: ResponseBody<typeof Metadata>): void {
-    this.lastTopic = null
     for (const b of res.brokers) {
       const old = this.brokers.get(b.nodeId)
       if (old && (old.host !== b.host || old.port !== b.port)) this.connections.get(b.nodeId)?.close()
@@ -173,24 +172,12 @@ export class Cluster {
     }
   }
 
-  /** send() asks for the partition count of the same topic record after record: a one-entry cache, reset by apply(). */
-  private lastTopic: string | null = null
-  private lastMetadata: TopicMetadata | undefined
-
-  private topicMetadata(topic: string): TopicMetadata | undefined {
-    if (topic !== this.lastTopic) {
-      this.lastTopic = topic
-      this.lastMetadata = this.topics.get(topic)
-    }
-    return this.lastMetadata
-  }
-
   partitionCount(topic: string): number {
-    return this.topicMetadata(topic)?.partitions.length ?? 0
+    return this.topics.get(topic)?.partitions.length ?? 0
   }
 
   leaderFor(topic: string, partition: number): number {
-    const p = this.topicMetadata(topic)?.partitions[partition]
+    const p = this.topics.get(topic)?.partitions[partition]
     return p && p.leader >= 0 && this.brokers.has(p.leader) ? p.leader : -1
   }
 

@@ -190,7 +190,7 @@ export class RecordAccumulator {
   }
 
   estimatedBytes(batch: ProducerBatch): number {
-    return batch.closed ? batch.sizeInBytes : this.scale(this.ratio(batch.tp.topic), batch.open!.uncompressedBytes)
+    return batch.bytes ? batch.bytes.length : this.scale(this.ratio(batch.tp.topic), batch.open!.uncompressedBytes)
   }
 
   /**
@@ -201,8 +201,8 @@ export class RecordAccumulator {
    */
   private observeRatio(batch: ProducerBatch): void {
     const H = RECORD_BATCH_HEADER_SIZE
-    if (this.opts.compression === 'none' || !batch.closed || batch.uncompressedBytes - H < this.opts.batchSize / 4) return
-    const observed = (batch.sizeInBytes - H) / (batch.uncompressedBytes - H)
+    if (this.opts.compression === 'none' || !batch.bytes || batch.uncompressedBytes - H < this.opts.batchSize / 4) return
+    const observed = (batch.bytes.length - H) / (batch.uncompressedBytes - H)
     const current = this.ratios.get(batch.tp.topic) ?? 1
     const next = observed < current ? Math.max(current - 0.005, observed) : Math.max(current + 0.05, observed)
     this.setRatio(batch.tp.topic, Math.min(next, 1))
@@ -297,7 +297,7 @@ export class RecordAccumulator {
           first.close(stamp)
           this.idempotence.addInflight(first)
           this.observeRatio(first)
-        } else if (!first.closed) {
+        } else if (!first.bytes) {
           first.close({ producerId: -1n, producerEpoch: -1, baseSequence: -1, transactional: false })
           this.observeRatio(first)
         }
@@ -333,7 +333,7 @@ export class RecordAccumulator {
    * which for a compressed batch takes the codec's decoder.
    */
   canSplit(batch: ProducerBatch): boolean {
-    return batch.closed && batch.recordCount > 1 && (this.opts.compression === 'none' || this.core.supportsDecompression(this.opts.compression))
+    return batch.bytes !== null && batch.recordCount > 1 && (this.opts.compression === 'none' || this.core.supportsDecompression(this.opts.compression))
   }
 
   /** Splits a batch the broker refused as too large into batch.size pieces that keep its order. */

@@ -1,4 +1,3 @@
-import type { FrameBytes } from '../protocol/index.js'
 import type { OpenBatch, ProducerStamp, RecordInput } from '../wasm/core.js'
 
 export interface TopicPartition { readonly topic: string; readonly partition: number; readonly key: string }
@@ -56,11 +55,10 @@ export function sequenceOrder(a: ProducerBatch, b: ProducerBatch): number {
 export class ProducerBatch {
   open: OpenBatch | null
   /**
-   * Closed and still in WASM memory: its first request copies it straight into the frame and keeps
-   * that copy as its bytes (one copy where there were two: out of WASM memory, then into the frame).
+   * The closed batch. Never written to: an epoch bump that rewrites the stamp gives the batch a new
+   * array, so a request, a checkpoint or a store holding the old one can keep it without a copy.
    */
-  private sealed: OpenBatch | null = null
-  private closedBytes: Uint8Array | null = null
+  bytes: Uint8Array | null = null
   /**
    * Each record's promise callbacks and timestamp, in append order: three flat arrays rather than an
    * object per record, because they live until the ack and every live object is GC work.
@@ -130,49 +128,7 @@ export class ProducerBatch {
   get hasSequence(): boolean { return this.baseSequence !== NO_SEQUENCE }
   get inRetry(): boolean { return this.attempts > 0 }
   get lastSequence(): number { return incrementSequence(this.baseSequence, this.recordCount - 1) }
-  get sizeInBytes(): number {
-    return this.closedBytes ? this.closedBytes.length : this.sealed ? this.sealed.sealedLength : this.open!.uncompressedBytes
-  }
-  /** Closed: its bytes are final (in WASM memory still, or out of it). */
-  get closed(): boolean { return this.closedBytes !== null || this.sealed !== null }
-
-  /**
-   * The closed batch (null while open). Never written to: an epoch bump that rewrites the stamp gives
-   * the batch a new array, so a request, a checkpoint or a store holding the old one keeps it as it was.
-   * Reading it copies a batch still in WASM memory out of it.
-   */
-  get bytes(): Uint8Array | null {
-    if (this.sealed !== null) {
-      this.closedBytes = this.sealed.takeSealed()
-      this.sealed = null
-    }
-    return this.closedBytes
-  }
-
-  set bytes(bytes: Uint8Array | null) {
-    this.closedBytes = bytes
-    if (this.sealed !== null) { this.sealed.discard(); this.sealed = null }
-  }
-
-  /**
-   * What a Produce request carries. The request is encoded a moment after it is made (once its
-   * connection's turn comes), and the frame gets the batch as it is then: from WASM memory if it is
-   * still there (the batch then keeps the frame's copy as its bytes), else its bytes.
-   */
-  requestRecords(): FrameBytes {
-    const sealed = this.sealed
-    const inWasm = () => sealed !== null && this.sealed === sealed
-    return {
-      length: this.sizeInBytes,
-      copyInto: (dst) => { if (inWasm()) sealed!.copySealedInto(dst); else dst.set(this.closedBytes!) },
-      placed: (inFrame) => {
-        if (!inWasm()) return
-        this.closedBytes = inFrame
-        this.sealed = null
-        sealed!.discard()
-      },
-    }
-  }
+  get sizeInBytes(): number { return this.bytes ? this.bytes.length : this.open!.uncompressedBytes }
 
   append(record: RecordInput, resolve: Resolve, reject: Reject | null): void {
     // The bytes are copied into WASM memory here; nothing keeps the caller's arrays after this call.
@@ -183,7 +139,7 @@ export class ProducerBatch {
     this.timestamps[i] = record.timestamp
   }
 
-  /** Closes the batch under the given producer state (at drain); its bytes stay in WASM memory until its request. */
+  /** Closes the batch under the given producer state (at drain). */
   close(stamp: ProducerStamp): void {
     if (this.open) this.uncompressedBytes = this.open.uncompressedBytes
     this.producerId = stamp.producerId
@@ -191,8 +147,7 @@ export class ProducerBatch {
     this.baseSequence = stamp.baseSequence
     this.transactional = stamp.transactional
     if (this.open) {
-      this.open.seal(stamp)
-      this.sealed = this.open
+      this.bytes = this.open.finish(stamp)
       this.open = null
     }
   }
@@ -274,7 +229,5 @@ export class ProducerBatch {
     this.doneWaiters = null
     if (waiters) for (const w of waiters) w()
     if (this.open) { this.open.discard(); this.open = null }
-    // Out of WASM memory, not dropped: a request made before the batch ended may not be encoded yet.
-    if (this.sealed) { this.closedBytes = this.sealed.takeSealed(); this.sealed = null }
   }
 }

@@ -58,15 +58,6 @@ const toField = (v: Bytes | undefined, what: string, header?: string): Uint8Arra
   if (typeof v === 'string' || v instanceof Uint8Array) return v
   throw new ConfigException(`${header === undefined ? what : `header ${header}`} must be a Uint8Array, a string or null, got ${typeof v}`)
 }
-/** True when every header already has the form a batch takes: a string key, and bytes, a string or null. */
-function headersAsGiven(headers: ReadonlyArray<{ key?: unknown; value?: unknown } | null>): headers is HeaderInput[] {
-  for (const h of headers) {
-    if (typeof h?.key !== 'string') return false
-    const v = h.value
-    if (v !== null && typeof v !== 'string' && !(v instanceof Uint8Array)) return false
-  }
-  return true
-}
 /** A waiting send's own copy (strings cannot change under it). */
 const copyOf = <T extends Uint8Array | string | null>(v: T): T => (v === null || typeof v === 'string' ? v : v.slice() as T)
 const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/
@@ -491,11 +482,8 @@ export class Producer {
     const timestamp = r.timestamp ?? this.config.clock.now()
     if (!Number.isSafeInteger(timestamp)) throw new ConfigException(`timestamp must be an integer number of ms since the epoch, got ${r.timestamp}`)
     if (timestamp < 0) throw new ConfigException(`timestamp must not be negative, got ${timestamp}`)
-    let headers: readonly HeaderInput[] | undefined
-    // A valid array of headers is used as given (its bytes are copied into the batch before send()
-    // returns, or into a waiting send's own copy); the Worker sends three per event.
-    if (Array.isArray(r.headers) && headersAsGiven(r.headers)) headers = r.headers
-    else if (r.headers) {
+    let headers: HeaderInput[] | undefined
+    if (r.headers) {
       const entries = Array.isArray(r.headers) ? r.headers as ReadonlyArray<{ key: string; value: Bytes }> : Object.entries(r.headers).map(([key, value]) => ({ key, value }))
       headers = entries.map((h) => {
         if (typeof h.key !== 'string') throw new ConfigException('header keys must be strings')

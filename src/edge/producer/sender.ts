@@ -2,7 +2,7 @@ import type { Cluster } from '../client/cluster.js'
 import type { Connection } from '../client/connection.js'
 import { InvalidRecordException, TimeoutException, markDelivery } from '../errors.js'
 import { invalidatesMetadata, isAmbiguous, isFatal, refusesProducerState, refusesResumedState } from './error-policy.js'
-import { InitProducerId, Produce, apiError, errorCode, errorInfo, type FrameBytes, type ResponseBody } from '../protocol/index.js'
+import { InitProducerId, Produce, apiError, errorCode, errorInfo, type ResponseBody } from '../protocol/index.js'
 import type { RecordAccumulator } from './accumulator.js'
 import type { Checkpointer } from './checkpoint.js'
 import type { ProducerConfig } from './config.js'
@@ -266,21 +266,22 @@ export class Sender {
         return
       }
     }
-    const byTopic = new Map<string, Array<{ index: number; records: FrameBytes }>>()
+    const byTopic = new Map<string, Array<{ index: number; records: Uint8Array }>>()
     let records = 0
     for (const b of batches) {
       let list = byTopic.get(b.tp.topic)
       if (!list) { list = []; byTopic.set(b.tp.topic, list) }
-      list.push({ index: b.tp.partition, records: b.requestRecords() })
+      list.push({ index: b.tp.partition, records: b.bytes! })
       records += b.recordCount
       this.inFlightBatches.add(b)
-      this.metrics.batchSize.record(b.sizeInBytes)
-      if (b.uncompressedBytes > 0 && this.config.compressionType !== 'none') this.metrics.compressionRate.record(b.sizeInBytes / b.uncompressedBytes)
+      this.metrics.batchSize.record(b.bytes!.length)
+      if (b.uncompressedBytes > 0 && this.config.compressionType !== 'none') this.metrics.compressionRate.record(b.bytes!.length / b.uncompressedBytes)
       this.metrics.recordQueueTime.record(now - b.createdMs)
     }
     this.metrics.recordsPerRequest.record(records)
     this.metrics.totals.requests++
     this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 0) + 1)
+    if (this.config.observer.onProduceRequest) this.observeProduce(node, batches)
     const expectResponse = this.config.acks !== 0
     const pending = conn.request(Produce, {
       transactionalId: this.idempotence?.transactionalId ?? null,
@@ -288,7 +289,6 @@ export class Sender {
       timeoutMs: this.config.requestTimeoutMs,
       topicData: [...byTopic].map(([name, partitionData]) => ({ name, partitionData })),
     }, { cap: this.produceVersionCap(), expectResponse })
-    if (this.config.observer.onProduceRequest) this.observeProduce(node, batches)
     pending.response.then(
       (res) => {
         const throttleMs = expectResponse ? res.throttleTimeMs : 0
@@ -322,9 +322,7 @@ export class Sender {
       maxVersion: this.produceVersionCap(),
       batches: batches.map((b) => ({
         topic: b.tp.topic, partition: b.tp.partition, producerId: b.producerId, producerEpoch: b.producerEpoch, baseSequence: b.baseSequence,
-        recordCount: b.recordCount, sizeInBytes: b.sizeInBytes, attempt: b.attempts + 1, inTransaction: this.txnHooks?.isPartitionInTransaction(b.tp) ?? false,
-        // Read on demand: a batch still in WASM memory is copied out only for an observer that looks.
-        get bytes() { return b.bytes! },
+        recordCount: b.recordCount, sizeInBytes: b.sizeInBytes, bytes: b.bytes!, attempt: b.attempts + 1, inTransaction: this.txnHooks?.isPartitionInTransaction(b.tp) ?? false,
       })),
     })
   }

@@ -13,7 +13,7 @@ import { TxnOffsetCommit } from './apis/txn-offset-commit.js'
 import { Reader, Writer } from './primitives.js'
 import { decodeMessage, encodeMessage, type ApiSchema, type Message } from './schema.js'
 
-export { Reader, Writer, type FrameBytes } from './primitives.js'
+export { Reader, Writer } from './primitives.js'
 export type { ApiSchema, Message, MessageOf, RequestOf, RequestBody, ResponseBody } from './schema.js'
 export { errorInfo, errorCode, apiError, allErrors, exceptionClass, type ErrorInfo, type ErrorCategory } from './error-codes.js'
 export {
@@ -56,7 +56,7 @@ export function encodeRequest(api: ApiSchema, version: number, correlationId: nu
     throw new ProtocolError(`${api.name} v${version} is outside the supported range ${api.minVersion}-${api.maxVersion}`)
   }
   const flexible = isFlexible(api, version)
-  const w = Writer.forFrame()
+  const w = new Writer(256)
   w.int32(0).int16(api.key).int16(version).int32(correlationId).string(clientId, false)
   if (flexible) w.uvarint(0)
   encodeMessage(api.request, version, flexible, body, w)

@@ -3,35 +3,8 @@ import { ProtocolError } from '../errors.js'
 const encoder = new TextEncoder()
 const decoder = new TextDecoder('utf-8', { fatal: true })
 
-/** Strings up to this many UTF-16 units are checked for ASCII and, if so, written without TextEncoder. */
-const ASCII_INLINE = 255
-
-function isAscii(v: string): boolean {
-  for (let i = 0; i < v.length; i++) if (v.charCodeAt(i) > 0x7f) return false
-  return true
-}
-
-/**
- * Bytes a Writer copies straight into the frame, then tells where they landed: a record batch
- * waiting in WASM memory is copied once, into its request, and keeps that copy as its bytes.
- */
-export interface FrameBytes {
-  readonly length: number
-  copyInto(dst: Uint8Array): void
-  placed(inFrame: Uint8Array): void
-}
-
-const isFrameBytes = (v: Uint8Array | FrameBytes): v is FrameBytes => typeof (v as FrameBytes).copyInto === 'function'
-
 /** raw() inputs at least this large are kept by reference and copied once, by finish(). */
 const RAW_BY_REFERENCE = 1024
-
-/**
- * The buffer Writer.forFrame() writers start in. A frame is encoded start to finish without another
- * begun in between, so one buffer serves them all; `frameOwner` names the writer using it.
- */
-let frameScratch: { buf: Uint8Array; view: DataView } | null = null
-let frameOwner: Writer | null = null
 
 /**
  * Growable big-endian writer. Strings are measured with TextEncoder once per write. Large byte
@@ -46,38 +19,15 @@ export class Writer {
   /** Write position in buf; buf[start, at) is the not yet parted tail. */
   private at = 0
   private start = 0
-  /** Pieces before buf[start]: slices of earlier buffers, large raw() inputs and FrameBytes, in order. */
-  private parts: Array<Uint8Array | FrameBytes> | null = null
+  /** Pieces before buf[start]: slices of earlier buffers and large raw() inputs, in order. */
+  private parts: Uint8Array[] | null = null
   /** Per part: written by this writer (true) or a caller's array kept by reference (never patched). */
   private owned: boolean[] | null = null
   private partsBytes = 0
-  /** Writing in the shared frame buffer (forFrame()): finish() copies out of it. */
-  private shared = false
 
-  constructor(initial = 256, scratch?: { buf: Uint8Array; view: DataView }) {
-    if (scratch) {
-      this.buf = scratch.buf
-      this.view = scratch.view
-      this.shared = true
-    } else {
-      this.buf = new Uint8Array(initial)
-      this.view = new DataView(this.buf.buffer)
-    }
-  }
-
-  /**
-   * A writer for one whole frame (encodeRequest), finished before the next one starts. It begins in a
-   * buffer every such writer shares, so a frame costs one allocation, of its own size: each request's
-   * fresh buffer was 1.2% of a Worker's isolate CPU (workerd allocates array buffers dearly).
-   */
-  static forFrame(): Writer {
-    if (frameScratch === null) {
-      const buf = new Uint8Array(4096)
-      frameScratch = { buf, view: new DataView(buf.buffer) }
-    }
-    const w = new Writer(0, frameScratch)
-    frameOwner = w
-    return w
+  constructor(initial = 256) {
+    this.buf = new Uint8Array(initial)
+    this.view = new DataView(this.buf.buffer)
   }
 
   /** Bytes written so far. */
@@ -97,7 +47,7 @@ export class Writer {
     this.at = used
   }
 
-  private part(bytes: Uint8Array | FrameBytes, owned: boolean): void {
+  private part(bytes: Uint8Array, owned: boolean): void {
     (this.parts ??= []).push(bytes)
     ;(this.owned ??= []).push(owned)
     this.partsBytes += bytes.length
@@ -121,19 +71,16 @@ export class Writer {
   }
 
   raw(bytes: Uint8Array): this {
-    if (bytes.length >= RAW_BY_REFERENCE) return this.byReference(bytes)
-
+    if (bytes.length >= RAW_BY_REFERENCE) {
+      // Close the tail as a part (a view: no copy) and keep going in the rest of buf.
+      if (this.at > this.start) this.part(this.buf.subarray(this.start, this.at), true)
+      this.start = this.at
+      this.part(bytes, false)
+      return this
+    }
     this.ensure(bytes.length)
     this.buf.set(bytes, this.at)
     this.at += bytes.length
-    return this
-  }
-
-  /** Closes the tail as a part (a view: no copy), adds `bytes` after it, and keeps going in the rest of buf. */
-  private byReference(bytes: Uint8Array | FrameBytes): this {
-    if (this.at > this.start) this.part(this.buf.subarray(this.start, this.at), true)
-    this.start = this.at
-    this.part(bytes, false)
     return this
   }
 
@@ -148,7 +95,7 @@ export class Writer {
         const p = this.parts[i]!
         if (at < p.length) {
           if (!this.owned![i]) throw new RangeError('Writer.setInt32At: offset inside bytes passed to raw() by reference')
-          ;(p as Uint8Array)[at] = b
+          p[at] = b
           return
         }
         at -= p.length
@@ -159,15 +106,6 @@ export class Writer {
 
   string(v: string | null, compact: boolean): this {
     if (v === null) return compact ? this.uvarint(0) : this.int16(-1)
-    if (v.length <= ASCII_INLINE && isAscii(v)) {
-      // Topic names and client ids, in every request: their UTF-8 is their char codes, so they are
-      // written in place rather than through a TextEncoder array each time.
-      if (compact) this.uvarint(v.length + 1)
-      else this.int16(v.length)
-      this.ensure(v.length)
-      for (let i = 0; i < v.length; i++) this.buf[this.at++] = v.charCodeAt(i)
-      return this
-    }
     const bytes = encoder.encode(v)
     if (compact) this.uvarint(bytes.length + 1)
     else {
@@ -177,39 +115,19 @@ export class Writer {
     return this.raw(bytes)
   }
 
-  bytes(v: Uint8Array | FrameBytes | null, compact: boolean): this {
+  bytes(v: Uint8Array | null, compact: boolean): this {
     if (v === null) return compact ? this.uvarint(0) : this.int32(-1)
     if (compact) this.uvarint(v.length + 1)
     else this.int32(v.length)
-    return isFrameBytes(v) ? this.byReference(v) : this.raw(v)
+    return this.raw(v)
   }
 
   finish(): Uint8Array {
-    if (this.shared) {
-      // Another frame began before this one finished: its bytes may be under this one's.
-      if (frameOwner !== this) throw new ProtocolError('Writer.forFrame(): a frame was begun before the previous one finished')
-      frameOwner = null
-    }
-    if (!this.parts) return this.shared ? this.buf.slice(0, this.at) : this.buf.subarray(0, this.at)
+    if (!this.parts) return this.buf.subarray(0, this.at)
     const out = new Uint8Array(this.pos)
     let o = 0
-    let placed: number[] | null = null
-    for (let i = 0; i < this.parts.length; i++) {
-      const p = this.parts[i]!
-      if (isFrameBytes(p)) {
-        p.copyInto(out.subarray(o, o + p.length))
-        ;(placed ??= []).push(i, o)
-      } else out.set(p, o)
-      o += p.length
-    }
+    for (const p of this.parts) { out.set(p, o); o += p.length }
     out.set(this.buf.subarray(this.start, this.at), o)
-    // Told once the whole frame is written: placing a source may free the memory it was copied from.
-    if (placed) {
-      for (let k = 0; k < placed.length; k += 2) {
-        const p = this.parts[placed[k]!] as FrameBytes
-        p.placed(out.subarray(placed[k + 1]!, placed[k + 1]! + p.length))
-      }
-    }
     return out
   }
 }

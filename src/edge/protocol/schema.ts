@@ -1,5 +1,5 @@
 import { ProtocolError } from '../errors.js'
-import { Reader, Writer, type FrameBytes } from './primitives.js'
+import { Reader, Writer } from './primitives.js'
 
 /**
  * Protocol messages are declared as data (one file per API in apis/) and read by this one engine,
@@ -52,10 +52,8 @@ export function defineApi<const Req extends readonly Field[], const Res extends 
 type Scalar<P, Req extends boolean> = P extends 'int64' ? (Req extends true ? bigint | number : bigint)
   : P extends 'bool' ? boolean
     : P extends 'string' ? string
-      // A request's record batches may still be in WASM memory, to be copied straight into the frame.
-      : P extends 'records' ? (Req extends true ? Uint8Array | FrameBytes : Uint8Array)
-        : P extends 'bytes' | 'uuid' ? Uint8Array
-          : number
+      : P extends 'bytes' | 'records' | 'uuid' ? Uint8Array
+        : number
 
 type Element<T, Req extends boolean> = T extends readonly Field[] ? (Req extends true ? RequestOf<T> : MessageOf<T>) : Scalar<T, Req>
 
@@ -193,7 +191,7 @@ function writeValue(type: Field['type'], version: number, flexible: boolean, v: 
     case 'float64': w.float64(v as number); break
     case 'bool': w.bool(v as boolean); break
     case 'string': w.string(v as string | null, flexible); break
-    case 'bytes': case 'records': w.bytes(v as Uint8Array | FrameBytes | null, flexible); break
+    case 'bytes': case 'records': w.bytes(v as Uint8Array | null, flexible); break
     case 'uuid': w.raw(v as Uint8Array); break
   }
 }

@@ -66,8 +66,6 @@ export class OpenBatch {
   private readonly core: Core
   private readonly codec: number
   private readonly level: number
-  /** The finished batch's length once seal() ran (it waits in WASM memory); -1 while open. */
-  private sealedBytes = -1
 
   /** @internal Use Core.openBatch(). */
   constructor(core: Core, handle: number, codec: number, level: number) {
@@ -82,13 +80,10 @@ export class OpenBatch {
   get uncompressedBytes(): number { return this.size }
   /** The first record's timestamp (0 while empty). */
   get firstTimestamp(): number { return this.firstTs }
-  /** The finished batch's length after seal(), -1 before. */
-  get sealedLength(): number { return this.sealedBytes }
 
   /** Appends unconditionally; check estimatedSizeWith() first to respect a size limit. */
   append(record: RecordInput): void {
     const handle = this.live()
-    if (this.sealedBytes >= 0) throw new WasmCoreError('cannot append to a finished batch')
     const core = this.core
     const ts = record.timestamp
     // send() usually staged the record already (to size it); anything else is staged here.
@@ -124,17 +119,7 @@ export class OpenBatch {
 
   /** Completes the batch (header, compression, CRC) and returns its bytes; the batch is closed after. */
   finish(stamp: ProducerStamp): Uint8Array {
-    this.seal(stamp)
-    return this.takeSealed()
-  }
-
-  /**
-   * Completes the batch (header, compression, CRC) and leaves it in WASM memory, where
-   * copySealedInto() or takeSealed() get it; returns its length.
-   */
-  seal(stamp: ProducerStamp): number {
     const handle = this.live()
-    if (this.sealedBytes >= 0) throw new WasmCoreError('batch already finished')
     if (this.count === 0) throw new WasmCoreError('cannot finish a batch with no records')
     const core = this.core
     const pid = stamp.producerId
@@ -150,30 +135,10 @@ export class OpenBatch {
       if (length === ERR_OUT_OF_MEMORY) throw outOfMemory(this.size)
       throw new WasmCoreError(`compression (${codecName(this.codec)}) failed with status ${length}`)
     }
-    this.sealedBytes = length
-    return length
-  }
-
-  /** Copies the sealed batch into `dst` (sealedLength bytes); it stays sealed. */
-  copySealedInto(dst: Uint8Array): void {
-    dst.set(this.sealedView())
-  }
-
-  /** The sealed batch, copied out of WASM memory; the batch is freed. */
-  takeSealed(): Uint8Array {
-    // slice(at, end) of the memory's view: subarray(...).slice() counted more instructions.
-    const at = this.core.exports.batchData(this.live()) >>> 0
-    const out = this.core.bytes().slice(at, at + this.sealedBytes)
+    const at = core.exports.batchData(handle) >>> 0
+    const out = core.bytes().slice(at, at + length)
     this.discard()
     return out
-  }
-
-  /** A view valid until the next call into the core: it may grow the memory, which detaches views. */
-  private sealedView(): Uint8Array {
-    const handle = this.live()
-    if (this.sealedBytes < 0) throw new WasmCoreError('batch not finished')
-    const at = this.core.exports.batchData(handle) >>> 0
-    return this.core.bytes().subarray(at, at + this.sealedBytes)
   }
 
   /** Frees the batch without producing bytes. Idempotent. */
@@ -395,22 +360,10 @@ export function recordSizeFromBase(baseSize: number, offsetDelta: number, timest
   return varintSize(body) + body
 }
 
-/** Past this many UTF-16 units the ASCII regex is cheaper than the loop (V8 runs it as native code). */
-const ASCII_REGEX_FROM = 16
-const ASCII_ONLY = /^[\x00-\x7f]*$/
-
-/** UTF-8 length as TextEncoder produces it (a lone surrogate becomes U+FFFD, 3 bytes). */
+/**
+ * UTF-8 length as TextEncoder produces it (a lone surrogate becomes U+FFFD, 3 bytes). Only records
+ * send() does not stage at once (before the core loads, or past 64 KiB) are measured this way.
+ */
 export function utf8Length(s: string): number {
-  if (s.length > ASCII_REGEX_FROM && ASCII_ONLY.test(s)) return s.length
-  let n = 0
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i)
-    if (c < 0x80) n += 1
-    else if (c < 0x800) n += 2
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      n += 4
-      i++
-    } else n += 3
-  }
-  return n
+  return utf8Encoder.encode(s).length
 }

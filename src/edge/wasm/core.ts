@@ -6,7 +6,7 @@
 import {
   CODEC_STATUS, CorruptCompressedDataError, DecompressedSizeLimitError, UnsupportedCompressionError, WasmCoreError,
 } from '../errors.js'
-import { OpenBatch, fieldSizeOf, recordSize, varintSize, writeUtf8, type RecordInput } from './batch.js'
+import { OpenBatch, fieldSizeOf, varintSize, writeUtf8, type RecordInput } from './batch.js'
 
 export {
   NO_PRODUCER, OpenBatch, RECORD_BATCH_HEADER_SIZE, batchHeader, readBatchRecords, recordBaseSize, recordSize, recordSizeFromBase, restamp,
@@ -193,11 +193,6 @@ export class Core {
     const handle = this.call(() => this.exports.batchOpen(capacity)) >>> 0
     if (handle === 0) throw outOfMemory(capacity)
     return new OpenBatch(this, handle, codec, opts.level ?? LEVEL_DEFAULT)
-  }
-
-  /** Exact encoded size of one record inside a batch. */
-  recordSize(record: RecordInput, offsetDelta: number, timestampDelta: number): number {
-    return recordSize(record, offsetDelta, timestampDelta)
   }
 
   /** Size of the module's linear memory (it grows, it never shrinks). */
