@@ -94,7 +94,7 @@ export class Writer {
       for (let i = 0; i < this.parts.length; i++) {
         const p = this.parts[i]!
         if (at < p.length) {
-          if (!this.owned![i]) throw new RangeError('Writer.setInt32At: offset inside bytes passed to raw() by reference')
+          if (!this.owned![i]) throw new RangeError('Writer.setInt32At: offset inside bytes kept by reference')
           p[at] = b
           return
         }
