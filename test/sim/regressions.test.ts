@@ -202,6 +202,12 @@ describe('simulation regressions', () => {
     expect((await runSeed(2917269)).violations).toEqual([])
   })
 
+  it('seed 3074759: a rewritten batch that meets UNKNOWN_PRODUCER_ID right after a batch of unknown outcome bumps the epoch rather than wait for it', async () => {
+    // Epoch 1's first batch on a partition the broker had no state for failed for good after a timed-out
+    // attempt; the rewritten batch after it met UNKNOWN_PRODUCER_ID until delivery.timeout.ms.
+    expect((await runSeed(3074759)).violations).toEqual([])
+  })
+
   it('seed 1246175: a retry backing off behind the pieces of a split batch is sent when its backoff ends, not at delivery.timeout.ms', async () => {
     // Sequence 1 is appended but answered NOT_ENOUGH_REPLICAS_AFTER_APPEND and goes back to the deque to
     // back off; sequences 2-3, in flight behind it, are answered MESSAGE_TOO_LARGE and split. The pieces

@@ -88,6 +88,23 @@ describe('IdempotenceManager sequencing (reference section 3)', () => {
     expect([second.producerEpoch, second.baseSequence]).toEqual([2, 0])
   })
 
+  it('seed 3074759: UNKNOWN_PRODUCER_ID for a rewritten batch right after the unknown one before it bumps the epoch', () => {
+    const tm = manager()
+    const refused = drain(tm, batch()); const unknown = drain(tm, batch(2)); const rewritten = drain(tm, batch(2))
+    tm.handleFailedBatch(refused, errorCode('INVALID_RECORD'), true)
+    tm.bumpIdempotentEpochIfRequired()
+    expect([unknown.producerEpoch, unknown.baseSequence, rewritten.baseSequence, rewritten.sequenceHasBeenReset]).toEqual([1, 0, 2, true])
+    // The first batch of epoch 1 fails for good after an attempt that timed out: it may be in the log.
+    unknown.maybeWritten = true
+    tm.handleFailedBatch(unknown, errorCode('INVALID_RECORD'), true)
+    // The broker has no state for the producer here, so epoch 1's first batch is not in the log, and no
+    // batch is left to give the broker a state: waiting for one retried this batch to expiry.
+    expect(tm.canRetrySequenceError(errorCode('UNKNOWN_PRODUCER_ID'), rewritten, 0n)).toBe(true)
+    expect(tm.sequencesNeedNewEpoch).toBe(true)
+    tm.bumpIdempotentEpochIfRequired()
+    expect([rewritten.producerEpoch, rewritten.baseSequence]).toEqual([2, 0])
+  })
+
   it('a batch that failed for good bumps; earlier in-flight batches keep their epoch (they may be in the log), later ones restart at 0', () => {
     const tm = manager()
     ack(tm, drain(tm, batch()), 0n)

@@ -433,7 +433,9 @@ export class IdempotenceManager {
     const tp = batch.tp
     if (code === errorCode('UNKNOWN_PRODUCER_ID')) {
       if (logStartOffset === -1n) return true
-      if (batch.sequenceHasBeenReset) return true
+      // A rewritten batch waits for the one before it to give the broker its state again, unless that
+      // one's outcome is unknown and it failed: then nothing will, and only a bump moves on (seed 3074759).
+      if (batch.sequenceHasBeenReset && !this.isNextSequenceForUnresolved(tp, batch)) return true
       if (this.entry(tp).lastAckedOffset < logStartOffset) {
         // The log head was deleted (retention) and with it the producer state: restart this partition.
         if (this.isTransactional) this.entry(tp).startSequencesAtBeginning(this.producerIdAndEpoch, this.restamp)
