@@ -422,14 +422,16 @@ async function produce(warmup: number, n: number, compression: string, make: Mak
 
 function encode(n: number, compression: string, make: MakeRecord): Promise<{ ok: number; errors: number }> {
   return (async () => {
-    const { loadCore, recordBaseSize } = await import('../src/edge/wasm/core.js')
+    const { loadCore } = await import('../src/edge/wasm/core.js')
     const core = await loadCore()
     const stamp = { producerId: 1000n, producerEpoch: 0, baseSequence: 0, transactional: false }
     const run = (count: number) => {
       let batch = core.openBatch({ compression: compression as 'lz4' })
       for (let i = 0; i < count; i++) {
         const record = { ...make(i), timestamp: 1_700_000_000_000 }
-        if (batch.recordCount > 0 && batch.estimatedSizeWith(record, recordBaseSize(record)) > BATCH_SIZE) {
+        // Sized as send() sizes it: staged, then measured by what was written (append() finds it staged).
+        core.stage(record)
+        if (batch.recordCount > 0 && batch.estimatedSizeWith(record, core.stagedBaseSize) > BATCH_SIZE) {
           batch.finish(stamp)
           batch = core.openBatch({ compression: compression as 'lz4' })
         }
