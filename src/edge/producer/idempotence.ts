@@ -103,10 +103,10 @@ export class TxnPartitionEntry {
   }
 }
 
-/** Where a partition's sequence run is known to break: nothing from `sequence` on is in the log under that id/epoch. */
 /** A sequence of an epoch as one number, ordered by epoch first (epochs stay below 2^15). */
 const epochSequence = (epoch: number, sequence: number): number => epoch * 2 ** 31 + sequence
 
+/** Where a partition's sequence run is known to break: nothing from `sequence` on is in the log under that id/epoch. */
 export interface SequenceGap { readonly producerId: bigint; readonly epoch: number; readonly sequence: number }
 
 /**
@@ -142,10 +142,10 @@ export class IdempotenceManager {
   private producerIdState: ProducerIdState = 'UNINITIALIZED'
   fatalError: Error | null = null
   private readonly partitions = new Map<string, TxnPartitionEntry>()
-  /** Partition -> the next sequence it would have had when a batch with unknown outcome expired. */
   /**
-   * Per partition, the sequence after the last batch whose outcome is unknown, as epochSequence()
-   * keys it: a sequence number of one epoch says nothing about the sequences of the next.
+   * Partition -> the sequence after the last batch whose outcome is unknown (it expired, or failed
+   * after an attempt that may have landed), as epochSequence() keys it: a sequence number of one
+   * epoch says nothing about the sequences of the next.
    */
   readonly unresolved = new Map<string, number>()
   /** Partition -> where its sequences broke (null: rewrite every in-flight batch). */
