@@ -15,6 +15,11 @@
 //              input copied into its memory) against the zstd-codec package (libzstd built by
 //              Emscripten, its Simple.compress). BENCH_BATCHES_LOW / _HIGH (200 / 1,200), after
 //              BENCH_ZSTD_WARMUP (300) batches; prints the Ir ratio zstd-codec / ours.
+//   worker     (BENCH_WORKLOADS=worker) the telemetry Worker's POST /events of 100 events, app and
+//              Durable Object in one Node process (bench/worker-inprocess.ts: node:sqlite for the
+//              object's storage, the stub link and virtual clock below for its producer): parsing and
+//              validation, the durable accept, the pump, the producer and the checkpoint saves, per
+//              POST. BENCH_POSTS_LOW / _HIGH (20 / 120) after BENCH_POSTS_WARMUP (200).
 // Each workload runs twice in its own process, with BENCH_RECORDS_LOW and _HIGH records after the
 // same warm-up and a full GC (global.gc()); (Ir(high) - Ir(low)) / (high - low) is the steady-state
 // cost of one record, with node's start, WASM compilation and the JIT's warm-up cancelled out. V8
@@ -64,6 +69,12 @@ const configName = (c: { valueBytes: number; compression: string; shape: Shape }
   `${c.valueBytes}B ${c.compression}${c.shape === 'bytes' ? '' : ` ${c.shape}`}${SEND_FORM === 'promise' ? ' promise' : ''}`
 const WORKLOADS = (process.env.BENCH_WORKLOADS ?? 'producer,encode').split(',')
 const ZSTD_WORKLOADS = ['zstd-wasm', 'zstd-codec']
+const POSTS_LOW = Number(process.env.BENCH_POSTS_LOW ?? 20)
+const POSTS_HIGH = Number(process.env.BENCH_POSTS_HIGH ?? 120)
+const POSTS_WARMUP = Number(process.env.BENCH_POSTS_WARMUP ?? 200)
+const EVENTS_PER_POST = 100
+/** The worker suite's topic: 4 partitions. */
+const WORKER_PARTITIONS = 4
 const BATCHES_LOW = Number(process.env.BENCH_BATCHES_LOW ?? 200)
 const BATCHES_HIGH = Number(process.env.BENCH_BATCHES_HIGH ?? 1_200)
 const ZSTD_WARMUP = Number(process.env.BENCH_ZSTD_WARMUP ?? 300)
@@ -105,7 +116,8 @@ export default async function instructions(args: string[]): Promise<void> {
   const loadBefore = loadavg()
   const results: BenchResult[] = []
   const runs: Array<Record<string, unknown>> = []
-  const recordWorkloads = WORKLOADS.filter((w) => !ZSTD_WORKLOADS.includes(w))
+  const recordWorkloads = WORKLOADS.filter((w) => !ZSTD_WORKLOADS.includes(w) && w !== 'worker')
+  const workerWorkload = WORKLOADS.includes('worker')
   const zstdWorkloads = WORKLOADS.filter((w) => ZSTD_WORKLOADS.includes(w))
   let wasmPath = ''
   if (zstdWorkloads.length) {
@@ -117,6 +129,7 @@ export default async function instructions(args: string[]): Promise<void> {
   const counted = new Map<string, Promise<ChildCount>>()
   const count = (w: string, n: number, c: { valueBytes: number; compression: string; shape: Shape }) => {
     const key = `${w} ${n} ${c.valueBytes} ${c.compression} ${c.shape}`
+    // Records acknowledged (after the producer's warm-up), batches compressed, or the worker's POSTs answered 202.
     const expected = n + (w === 'producer' ? WARMUP : 0)
     if (!counted.has(key)) counted.set(key, countInstructions(node, childJs, [w, String(n), c.compression, String(c.valueBytes), wasmPath, c.shape], expected))
     return counted.get(key)!
@@ -127,6 +140,8 @@ export default async function instructions(args: string[]): Promise<void> {
   }
   const zstdConfig = { valueBytes: ZSTD_BATCH, compression: 'zstd', shape: 'bytes' as const }
   for (const w of zstdWorkloads) { void count(w, BATCHES_LOW, zstdConfig).catch(() => {}); void count(w, BATCHES_HIGH, zstdConfig).catch(() => {}) }
+  const workerConfig = { valueBytes: 0, compression: 'none', shape: 'worker' as const }
+  if (workerWorkload) { void count('worker', POSTS_LOW, workerConfig).catch(() => {}); void count('worker', POSTS_HIGH, workerConfig).catch(() => {}) }
   for (const c of recordWorkloads.length ? CONFIGS : []) {
     for (const w of recordWorkloads) { void count(w, sizes(c).low, c).catch(() => {}); void count(w, sizes(c).high, c).catch(() => {}) }
   }
@@ -147,6 +162,15 @@ export default async function instructions(args: string[]): Promise<void> {
     console.log(`  zstd-codec Ir / kafka-edge Ir per 16 KiB batch: ${x.toFixed(3)}x`)
     results.push({ impl: 'kafka-edge-wasm', metric: `zstd-codec Ir / ours @16KiB json zstd level ${ZSTD_LEVEL}`, unit: 'x', value: Number(x.toFixed(3)) })
   }
+  if (workerWorkload) {
+    const a = await count('worker', POSTS_LOW, workerConfig)
+    const b = await count('worker', POSTS_HIGH, workerConfig)
+    const ir = (b.ir - a.ir) / (POSTS_HIGH - POSTS_LOW)
+    const config = `POST /events of ${EVENTS_PER_POST} events, durable accept`
+    runs.push({ workload: 'worker', config, low: { posts: POSTS_LOW, ...gcFields(a) }, high: { posts: POSTS_HIGH, ...gcFields(b) }, perPost: Math.round(ir), ...gcMismatch('worker', a, b) })
+    console.log(`  worker ${config}: ${Math.round(ir).toLocaleString()} instructions/POST, ${Math.round(ir / EVENTS_PER_POST).toLocaleString()} per event (Ir ${a.ir.toLocaleString()} at ${POSTS_LOW}, ${b.ir.toLocaleString()} at ${POSTS_HIGH}; ${gcText(a, b)})`)
+    results.push({ impl: 'kafka-edge worker', metric: `instructions/POST @${config}`, unit: 'Ir', value: Math.round(ir) })
+  }
   for (const c of recordWorkloads.length ? CONFIGS : []) {
     const { low, high } = sizes(c)
     const perRecord: Record<string, number> = {}
@@ -163,11 +187,11 @@ export default async function instructions(args: string[]): Promise<void> {
     }
     if (perRecord.producer !== undefined && perRecord.encode !== undefined) results.push({ impl: 'kafka-edge producer', metric: `around the encoder @${configName(c)}`, unit: 'Ir', value: Math.round(perRecord.producer - perRecord.encode) })
   }
-  printTable(results, zstdWorkloads.length && !recordWorkloads.length ? 'kafka-edge-wasm' : 'kafka-edge encode')
-  const file = writeReport(report(recordWorkloads.length ? 'instructions' : 'instructions-zstd', {
+  printTable(results, recordWorkloads.length ? 'kafka-edge encode' : zstdWorkloads.length ? 'kafka-edge-wasm' : 'kafka-edge worker')
+  const file = writeReport(report(recordWorkloads.length ? 'instructions' : zstdWorkloads.length ? 'instructions-zstd' : 'instructions-worker', {
     tool: `${valgrind.stdout.trim()} --tool=callgrind`, node: spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim(), v8Flags: V8_FLAGS,
     method: '(Ir at the high record count - Ir at the low one) / (high - low), each a separate process after the same warm-up and a full GC (global.gc()); GCs in each window from --trace-gc',
-    warmupRecords: WARMUP, ...(zstdWorkloads.length ? { zstd: { batchBytes: ZSTD_BATCH, level: ZSTD_LEVEL, warmupBatches: ZSTD_WARMUP, inputs: '32 jsonEvents(16384, 101 + k) in turn' } } : {}), producer: `send(record${SEND_FORM === 'callback' ? ', callback)' : ').then(...)'} per record, acks=all, enable.idempotence=true, linger.ms=5, batch.size=16384, no key, 6 partitions, virtual clock, stub transport`, runs,
+    warmupRecords: WARMUP, ...(workerWorkload ? { worker: { warmupPosts: POSTS_WARMUP, eventsPerPost: EVENTS_PER_POST, partitions: WORKER_PARTITIONS, storage: 'node:sqlite (WAL), statements cached by text', body: 'the worker suite\'s: type bench, id, key user-(i % 20), data { r, i, path }' } } : {}), ...(zstdWorkloads.length ? { zstd: { batchBytes: ZSTD_BATCH, level: ZSTD_LEVEL, warmupBatches: ZSTD_WARMUP, inputs: '32 jsonEvents(16384, 101 + k) in turn' } } : {}), producer: `send(record${SEND_FORM === 'callback' ? ', callback)' : ').then(...)'} per record, acks=all, enable.idempotence=true, linger.ms=5, batch.size=16384, no key, 6 partitions, virtual clock, stub transport`, runs,
     loadAverage: { before: loadBefore, after: loadavg(), note: 'instruction counts do not depend on it' },
   }, results))
   console.log(`wrote ${file}`)
@@ -337,6 +361,11 @@ async function child(args: string[]): Promise<void> {
     process.stdout.write(JSON.stringify({ acked: r.ok, errors: 0, bytes: r.bytes }) + '\n')
     process.exit(0)
   }
+  if (workload === 'worker') {
+    const r = await workerPosts(POSTS_WARMUP, n)
+    process.stdout.write(JSON.stringify({ acked: r.ok, errors: r.errors }) + '\n')
+    process.exit(0)
+  }
   const pool = recordPool(Number(bytesText), shape)
   const acked = workload === 'producer' ? await produce(WARMUP, n, compression, pool) : await encode(n, compression, pool)
   if (process.env.BENCH_ALLOC_CHILD === '1') process.stdout.write(JSON.stringify({ alloc: await allocSummary() }) + '\n')
@@ -417,6 +446,44 @@ async function produce(warmup: number, n: number, compression: string, make: Mak
   let closed = false
   p.close().then(() => { closed = true }, fail)
   await settleWhile(() => !closed && errors === 0)
+  return { ok, errors }
+}
+
+/**
+ * The Worker's POSTs, app and object in this process: `warmup` of them, then the window's `n`. ok
+ * counts the window's POSTs answered 202; every event of every POST must have been produced.
+ */
+async function workerPosts(warmup: number, n: number): Promise<{ ok: number; errors: number }> {
+  const { VirtualClock } = await import('../test/sim/virtual-clock.js')
+  const { ModelCluster } = await import('../test/sim/model-broker.js')
+  const protocol = await import('../src/edge/protocol/index.js')
+  const { eventsBody, startWorker } = await import('./worker-inprocess.js')
+  const clock = new VirtualClock()
+  const model = new ModelCluster({ brokers: 1, topics: { [TOPIC]: WORKER_PARTITIONS } }, () => 0.5, () => clock.now())
+  const worker = await startWorker({
+    topic: TOPIC, transport: new StubTransport(model, clock, protocol), clock,
+    settle: async (done) => { while (!done()) await clock.run({ until: clock.now() + 1000, done }) },
+  })
+  // The clients' bodies are made before the count: only the Worker's work is in it.
+  const bodies = Array.from({ length: warmup + n }, (_, r) => eventsBody(r, EVENTS_PER_POST))
+  let ok = 0
+  let errors = 0
+  const run = async (from: number, count: number) => {
+    for (let r = from; r < from + count; r++) {
+      if ((await worker.post(bodies[r]!)) === 202) ok++
+      else errors++
+    }
+  }
+  await run(0, warmup)
+  ok = 0
+  startWindow()
+  await run(warmup, n)
+  const produced = await worker.produced()
+  if (produced !== (warmup + n) * EVENTS_PER_POST) {
+    console.error(`worker: ${produced} events produced of ${(warmup + n) * EVENTS_PER_POST}`)
+    errors++
+  }
+  await worker.close()
   return { ok, errors }
 }
 

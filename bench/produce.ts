@@ -230,6 +230,8 @@ export function compileChild(suite = 'produce'): string {
     join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--outDir', dist, '--rootDir', ROOT, '--target', 'ES2022',
     '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--skipLibCheck', '--esModuleInterop', '--types', 'node',
     '--lib', 'ES2022,DOM', join(here, `${suite}.ts`), join(ROOT, 'src', 'edge', 'node.ts'),
+    // Ambient module shapes: the Worker's .wasm imports, and node:sqlite (Node 20's @types have none).
+    join(ROOT, 'src', 'edge', 'worker', 'modules.d.ts'), join(here, 'node-sqlite.d.ts'),
   ], { encoding: 'utf8' })
   const childJs = join(dist, 'bench', `${suite}.js`)
   if (!existsSync(childJs) || !existsSync(join(dist, 'src', 'edge', 'node.js'))) throw new Error(`tsc emitted no bench child:\n${tsc.stdout}${tsc.stderr}`)
