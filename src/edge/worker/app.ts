@@ -98,19 +98,23 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     const answers = await Promise.all([...byShard].map(async function toShard([s, list]) {
       // A durable accept gets the ids as a JSON array on a line before the events, so the object
       // stores the events (in encodeRecords' lines) without reading them.
+      const ids = mode === 'sync' ? '' : JSON.stringify(list.map((r) => r.id))
       const res = await stub(s).fetch(`https://producer${route}`, mode === 'sync'
         ? { method: 'POST', body: JSON.stringify(list), headers: { 'content-type': 'application/json' } }
-        : { method: 'POST', body: `${JSON.stringify(list.map((r) => r.id))}\n${encodeRecords(list)}`, headers: { 'content-type': 'text/plain' } })
+        : { method: 'POST', body: `${ids}\n${encodeRecords(list)}`, headers: { 'content-type': 'text/plain' } })
       const body = await res.json() as Record<string, unknown>
       // A durable accept's answer names no events (the object stores them without parsing them):
       // the ids accepted or refused are the ones sent to it.
-      if (mode === 'durable' && (res.status === 202 || res.status === 429)) body.ids = list.map((r) => r.id)
-      return { status: res.status, retryAfter: res.headers.get('retry-after'), body }
+      const named = mode === 'durable' && (res.status === 202 || res.status === 429)
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body, list, ids: named ? ids : null }
     }))
     if (answers.length === 1) {
       const a = answers[0]!
-      return new Response(JSON.stringify(a.body), { status: a.status, headers: { 'content-type': 'application/json', ...(a.retryAfter ? { 'retry-after': a.retryAfter } : {}) } })
+      // The object's answer with the ids the app already wrote as JSON, rather than an array of them stringified again.
+      const text = a.ids === null ? JSON.stringify(a.body) : `${JSON.stringify(a.body).slice(0, -1)},"ids":${a.ids}}`
+      return new Response(text, { status: a.status, headers: { 'content-type': 'application/json', ...(a.retryAfter ? { 'retry-after': a.retryAfter } : {}) } })
     }
+    for (const a of answers) if (a.ids !== null) a.body.ids = a.list.map((r) => r.id)
     // Several shards: the worst status wins; accepted and refused ids are listed so a client resends only the refused.
     const worst = answers.reduce((w, a) => (a.status > w ? a.status : w), 0)
     const accepted = answers.filter((a) => a.status === 202)

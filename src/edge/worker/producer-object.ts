@@ -49,6 +49,8 @@ const ROUND = 2000
 /** New checkpoint_batches rows per INSERT: 8 bound values each, under the 100 a statement may have. */
 const BATCH_ROWS = 12
 const ROUND_BYTES = 16 << 20
+/** The head's savedAt field as checkpointHead writes it (JSON.stringify: no spaces). */
+const SAVED_AT = /"savedAt":\d+/
 
 /**
  * An events row. An OTLP record has a topic, its key and value as bytes (the value inline up to
@@ -381,11 +383,13 @@ export class KafkaProducerObject {
           else if (f.acked > f.savedDone) partial.push(f)
         }
         const handed = this.handedSeq
-        const head = `${handed} ${checkpointHead({ ...cp, savedAt: 0 })}`
+        // Serialized once: the comparison leaves out savedAt, which changes at every save.
+        const body = checkpointHead(cp)
+        const head = `${handed} ${body.replace(SAVED_AT, '')}`
         // Counted before the deletes below, which then adjust it.
         this.backlogCounts()
         this.ctx.storage.transactionSync(() => {
-          if (head !== this.headWritten || this.legacyCheckpoint) this.sql.exec('INSERT OR REPLACE INTO checkpoint_head (k, body, handed) VALUES (0, ?, ?)', checkpointHead(cp), handed)
+          if (head !== this.headWritten || this.legacyCheckpoint) this.sql.exec('INSERT OR REPLACE INTO checkpoint_head (k, body, handed) VALUES (0, ?, ?)', body, handed)
           if (this.legacyCheckpoint) this.sql.exec('DROP TABLE IF EXISTS producer_checkpoint')
           if (gone.length > 0) this.sql.exec('DELETE FROM checkpoint_batches WHERE k IN (SELECT value FROM json_each(?))', JSON.stringify(gone))
           const added: SqlValue[][] = []

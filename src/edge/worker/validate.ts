@@ -125,7 +125,8 @@ function validateEvent(e: unknown, at: number, limits: TelemetryLimits, now: num
     throw bad(at, `must be an object like {"type": "page_view", "data": {...}}, got ${e === null ? 'null' : Array.isArray(e) ? 'an array' : typeof e}`)
   }
   const ev = e as Record<string, unknown>
-  for (const k of Object.keys(ev)) if (!FIELDS.has(k)) throw bad(at, `unknown field ${JSON.stringify(k)}; allowed: ${[...FIELDS].join(', ')} (put custom fields under "data")`)
+  // for-in: no array of keys per event (a parsed object has no inherited enumerable keys).
+  for (const k in ev) if (!FIELDS.has(k)) throw bad(at, `unknown field ${JSON.stringify(k)}; allowed: ${[...FIELDS].join(', ')} (put custom fields under "data")`)
   if (typeof ev.type !== 'string' || !TYPE.test(ev.type)) throw bad(at, `"type" is required: 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(ev.type)}`)
   let id: string
   if (ev.id === undefined) id = newId()
