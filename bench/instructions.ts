@@ -19,7 +19,8 @@
 //              Durable Object in one Node process (bench/worker-inprocess.ts: node:sqlite for the
 //              object's storage, the stub link and virtual clock below for its producer): parsing and
 //              validation, the durable accept, the pump, the producer and the checkpoint saves, per
-//              POST. BENCH_POSTS_LOW / _HIGH (20 / 120) after BENCH_POSTS_WARMUP (200).
+//              POST. BENCH_POSTS_LOW / _HIGH (20 / 120) after BENCH_POSTS_WARMUP (200). BENCH_WORKER_EVENT_IDS:
+//              round (the worker suite's ids, which sort together), uuid (random UUIDs) or none (the app names them).
 // Each workload runs twice in its own process, with BENCH_RECORDS_LOW and _HIGH records after the
 // same warm-up and a full GC (global.gc()); (Ir(high) - Ir(low)) / (high - low) is the steady-state
 // cost of one record, with node's start, WASM compilation and the JIT's warm-up cancelled out. V8
@@ -73,6 +74,8 @@ const POSTS_LOW = Number(process.env.BENCH_POSTS_LOW ?? 20)
 const POSTS_HIGH = Number(process.env.BENCH_POSTS_HIGH ?? 120)
 const POSTS_WARMUP = Number(process.env.BENCH_POSTS_WARMUP ?? 200)
 const EVENTS_PER_POST = 100
+/** The events' ids (bench/worker-inprocess.ts, EventIds): round (default), uuid or none. */
+const WORKER_EVENT_IDS = (process.env.BENCH_WORKER_EVENT_IDS ?? 'round') as import('./worker-inprocess.js').EventIds
 /** The worker suite's topic: 4 partitions. */
 const WORKER_PARTITIONS = 4
 const BATCHES_LOW = Number(process.env.BENCH_BATCHES_LOW ?? 200)
@@ -191,7 +194,7 @@ export default async function instructions(args: string[]): Promise<void> {
   const file = writeReport(report(recordWorkloads.length ? 'instructions' : zstdWorkloads.length ? 'instructions-zstd' : 'instructions-worker', {
     tool: `${valgrind.stdout.trim()} --tool=callgrind`, node: spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim(), v8Flags: V8_FLAGS,
     method: '(Ir at the high record count - Ir at the low one) / (high - low), each a separate process after the same warm-up and a full GC (global.gc()); GCs in each window from --trace-gc',
-    warmupRecords: WARMUP, ...(workerWorkload ? { worker: { warmupPosts: POSTS_WARMUP, eventsPerPost: EVENTS_PER_POST, partitions: WORKER_PARTITIONS, storage: 'node:sqlite (WAL), statements cached by text', body: 'the worker suite\'s: type bench, id, key user-(i % 20), data { r, i, path }' } } : {}), ...(zstdWorkloads.length ? { zstd: { batchBytes: ZSTD_BATCH, level: ZSTD_LEVEL, warmupBatches: ZSTD_WARMUP, inputs: '32 jsonEvents(16384, 101 + k) in turn' } } : {}), producer: `send(record${SEND_FORM === 'callback' ? ', callback)' : ').then(...)'} per record, acks=all, enable.idempotence=true, linger.ms=5, batch.size=16384, no key, 6 partitions, virtual clock, stub transport`, runs,
+    warmupRecords: WARMUP, ...(workerWorkload ? { worker: { warmupPosts: POSTS_WARMUP, eventsPerPost: EVENTS_PER_POST, partitions: WORKER_PARTITIONS, storage: 'node:sqlite (WAL), statements cached by text', body: 'the worker suite\'s: type bench, id, key user-(i % 20), data { r, i, path }', eventIds: WORKER_EVENT_IDS } } : {}), ...(zstdWorkloads.length ? { zstd: { batchBytes: ZSTD_BATCH, level: ZSTD_LEVEL, warmupBatches: ZSTD_WARMUP, inputs: '32 jsonEvents(16384, 101 + k) in turn' } } : {}), producer: `send(record${SEND_FORM === 'callback' ? ', callback)' : ').then(...)'} per record, acks=all, enable.idempotence=true, linger.ms=5, batch.size=16384, no key, 6 partitions, virtual clock, stub transport`, runs,
     loadAverage: { before: loadBefore, after: loadavg(), note: 'instruction counts do not depend on it' },
   }, results))
   console.log(`wrote ${file}`)
@@ -465,7 +468,7 @@ async function workerPosts(warmup: number, n: number): Promise<{ ok: number; err
     settle: async (done) => { while (!done()) await clock.run({ until: clock.now() + 1000, done }) },
   })
   // The clients' bodies are made before the count: only the Worker's work is in it.
-  const bodies = Array.from({ length: warmup + n }, (_, r) => eventsBody(r, EVENTS_PER_POST))
+  const bodies = Array.from({ length: warmup + n }, (_, r) => eventsBody(r, EVENTS_PER_POST, WORKER_EVENT_IDS))
   let ok = 0
   let errors = 0
   const run = async (from: number, count: number) => {

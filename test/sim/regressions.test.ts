@@ -389,4 +389,13 @@ describe('simulation regressions', () => {
     expect((await runTxnSeed(128023)).violations).toEqual([])
     expect((await runTxnSeed(136231)).violations).toEqual([])
   })
+
+  it('txn seed 3113076: a queued retry failed by the producer being fenced may be in the log, though its one answered attempt was refused', async () => {
+    // Its Produce reached the broker twice (the network delivered one copy twice): the copy the client
+    // read was refused (NOT_ENOUGH_REPLICAS), the other was appended and its answer arrived under a
+    // correlation id already answered (the connection closed on it). The retry was waiting out its
+    // backoff when a second instance fenced the producer; the queued batch failed as "not written".
+    const r = await runTxnSeed(3113076)
+    expect(r.violations).toEqual([])
+  })
 })

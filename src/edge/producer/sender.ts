@@ -243,9 +243,12 @@ export class Sender {
     const refused = (e: unknown): void => {
       this.inFlightPerNode.set(node, (this.inFlightPerNode.get(node) ?? 1) - 1)
       // Not sent: a batch fails as not written (later sequences close the gap by an epoch bump) unless
-      // an earlier attempt of it may be in the log. Each such batch gets a copy of the error of its own
-      // that says so: the store's rejection is one object, shared by every batch of the request.
-      for (const b of batches) if (!b.done) this.failBatch(b, markDelivery(b.maybeWritten ? copyOf(e as Error) : e as Error, b.maybeWritten), null, true)
+      // an earlier attempt of it was sent (a refused one too: see failAll). Each such batch gets a copy
+      // of the error of its own that says so: the store's rejection is one object, shared by every batch of the request.
+      for (const b of batches) {
+        const sent = b.maybeWritten || b.inRetry
+        if (!b.done) this.failBatch(b, markDelivery(sent ? copyOf(e as Error) : e as Error, sent), null, true)
+      }
       if (this.inFlightRequests === 0) for (const resolve of this.idleWaiters.splice(0)) resolve()
       this.wakeup()
     }
@@ -479,12 +482,13 @@ export class Sender {
 
   /**
    * After a fatal error every queued batch fails with it; in-flight ones fail as their answers come.
-   * A queued retry whose earlier attempt may be in the log gets a copy of the error of its own that
-   * says so (the shared one says "not written").
+   * A queued retry gets a copy of the error of its own that says it may be in the log (the shared one
+   * says "not written"): even after a refusal, a second copy of an earlier attempt (a relay or a
+   * network that delivered it twice) may have been appended, and no retry will now tell (sim seed 3113076).
    */
   failAll(error: Error): void {
     const unsent = markDelivery(error, false)
-    this.accumulator.failQueued((b) => (b.maybeWritten ? markDelivery(copyOf(error), true) : unsent), (b) => this.release(b))
+    this.accumulator.failQueued((b) => (b.maybeWritten || b.inRetry ? markDelivery(copyOf(error), true) : unsent), (b) => this.release(b))
   }
 
   close(): void {
