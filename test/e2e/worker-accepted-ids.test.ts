@@ -86,6 +86,34 @@ it('ACCEPTED_IDS_WINDOW_SECONDS=0 remembers no ids: a resend is stored again, an
   expect(written).toBeLessThan(50)
 }, 120_000)
 
+it('ids the app generated (events sent without one) cost no row each; in a request that mixes both, the given ids are still matched', async () => {
+  await dev?.stop()
+  dev = await startWrangler({ KAFKA_BOOTSTRAP: '127.0.0.1:1', TELEMETRY_TOPIC: 'ids', SHARDS: '1' })
+  const rowsWritten = async () => shardMetric(await (await fetch(`${dev!.url}/metrics`)).text(), 'kafka_edge_sqlite_rows_written_total')
+  const unnamed = (n: number) => Array.from({ length: n }, (_, i) => ({ type: 'ids', key: `k${i % 3}` }))
+  const before = await rowsWritten()
+  const res = await post(unnamed(50))
+  expect(res.status).toBe(202)
+  const answer = await res.json() as { accepted: number; ids: string[] }
+  expect(answer.accepted).toBe(50)
+  expect(new Set(answer.ids).size).toBe(50)
+  // The request's row and a few of the object's own; not one row per event.
+  const written = (await rowsWritten()) - before
+  expect(written).toBeGreaterThanOrEqual(1)
+  expect(written).toBeLessThan(50)
+  expect(await counters()).toEqual({ accepted: 50, retried: 0 })
+
+  // Given ids first, generated ones after them in the request: the answer lists the ids in the
+  // events' order, and a resend matches the given ones (the others are new events each time).
+  const mixed = [...unnamed(3), ...batch(300, 4), ...unnamed(2)]
+  const first = await (await post(mixed)).json() as { accepted: number; ids: string[] }
+  expect(first.ids.slice(3, 7)).toEqual(['ids-300', 'ids-301', 'ids-302', 'ids-303'])
+  expect(first.ids).toHaveLength(9)
+  expect(await counters()).toEqual({ accepted: 59, retried: 0 })
+  expect((await post(mixed)).status).toBe(202)
+  expect(await counters()).toEqual({ accepted: 64, retried: 4 })
+}, 120_000)
+
 it('an ids window it cannot read (ACCEPTED_IDS_WINDOW_SECONDS=1h) is a 500 that names the var, and nothing is stored', async () => {
   await dev?.stop()
   dev = await startWrangler({ KAFKA_BOOTSTRAP: '127.0.0.1:1', TELEMETRY_TOPIC: 'ids', SHARDS: '1', ACCEPTED_IDS_WINDOW_SECONDS: '1h' })

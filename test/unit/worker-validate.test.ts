@@ -11,10 +11,12 @@ const fail = (body: string) => { try { parseTelemetry(body, limits, NOW, ids()) 
 describe('parseTelemetry', () => {
   it('normalizes one event or an array into records: id kept or generated, key, timestamp, JSON value', () => {
     const [a] = parseTelemetry('{"type":"page_view","data":{"p":"/"}}', limits, NOW, ids())
-    expect(a).toEqual({ id: 'gen-0', key: null, timestamp: NOW, type: 'page_view', value: JSON.stringify({ id: 'gen-0', type: 'page_view', timestamp: NOW, data: { p: '/' } }) })
+    expect(a).toEqual({ id: 'gen-0', key: null, timestamp: NOW, type: 'page_view', value: JSON.stringify({ id: 'gen-0', type: 'page_view', timestamp: NOW, data: { p: '/' } }), generated: true })
     const rs = parseTelemetry('[{"type":"a","id":"x","key":"u1","timestamp":"2025-01-02T03:04:05.678Z"},{"type":"b","timestamp":1750000000000}]', limits, NOW, ids())
     expect(rs.map((r) => [r.id, r.key, r.timestamp])).toEqual([['x', 'u1', Date.UTC(2025, 0, 2, 3, 4, 5, 678)], ['gen-0', null, 1750000000000]])
     expect(JSON.parse(rs[0]!.value)).toEqual({ id: 'x', type: 'a', timestamp: Date.UTC(2025, 0, 2, 3, 4, 5, 678), key: 'u1' })
+    // Only an id the app made up is marked: the object does not remember it against resends.
+    expect(rs.map((r) => r.generated)).toEqual([undefined, true])
   })
 
   it.each([

@@ -97,16 +97,22 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     const route = mode === 'sync' ? '/produce' : '/accept'
     const answers = await Promise.all([...byShard].map(async function toShard([s, list]) {
       // A durable accept gets the ids as a JSON array on a line before the events, so the object
-      // stores the events (in encodeRecords' lines) without reading them.
-      const ids = mode === 'sync' ? '' : JSON.stringify(list.map((r) => r.id))
+      // stores the events (in encodeRecords' lines) without reading them. Ids the app generated come
+      // first and x-generated-ids counts them: the object remembers only the others against resends
+      // (an object of earlier code ignores the header and remembers all of them, as before).
+      let generated = 0
+      for (const r of list) if (r.generated) generated++
+      const named = generated === 0 || generated === list.length ? list : [...list.filter((r) => r.generated), ...list.filter((r) => !r.generated)]
+      const ids = mode === 'sync' ? '' : JSON.stringify(named.map((r) => r.id))
       const res = await stub(s).fetch(`https://producer${route}`, mode === 'sync'
         ? { method: 'POST', body: JSON.stringify(list), headers: { 'content-type': 'application/json' } }
-        : { method: 'POST', body: `${ids}\n${encodeRecords(list)}`, headers: { 'content-type': 'text/plain' } })
+        : { method: 'POST', body: `${ids}\n${encodeRecords(list)}`, headers: { 'content-type': 'text/plain', ...(generated > 0 ? { 'x-generated-ids': generated === list.length ? 'all' : String(generated) } : {}) } })
       const body = await res.json() as Record<string, unknown>
       // A durable accept's answer names no events (the object stores them without parsing them):
       // the ids accepted or refused are the ones sent to it.
-      const named = mode === 'durable' && (res.status === 202 || res.status === 429)
-      return { status: res.status, retryAfter: res.headers.get('retry-after'), body, list, ids: named ? ids : null }
+      const answered = mode === 'durable' && (res.status === 202 || res.status === 429)
+      // The answer lists the ids in the order of the events.
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body, list, ids: !answered ? null : named === list ? ids : JSON.stringify(list.map((r) => r.id)) }
     }))
     if (answers.length === 1) {
       const a = answers[0]!

@@ -49,6 +49,17 @@ const ROUND = 2000
 /** New checkpoint_batches rows per INSERT: 8 bound values each, under the 100 a statement may have. */
 const BATCH_ROWS = 12
 const ROUND_BYTES = 16 << 20
+/**
+ * How many of an accept's ids the app generated (x-generated-ids, a count or `all`; they come first
+ * in its ids line). Absent, from an app of earlier code: none, so every id is remembered.
+ */
+function generatedIds(request: Request): number {
+  const h = request.headers.get('x-generated-ids')
+  if (h === 'all') return Infinity
+  const n = Number(h ?? 0)
+  return Number.isSafeInteger(n) && n > 0 ? n : 0
+}
+
 /** The head's savedAt field as checkpointHead writes it (JSON.stringify: no spaces). */
 const SAVED_AT = /"savedAt":\d+/
 
@@ -452,7 +463,7 @@ export class KafkaProducerObject {
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url)
     try {
-      if (request.method === 'POST' && url.pathname === '/accept') return await this.accept(await request.text())
+      if (request.method === 'POST' && url.pathname === '/accept') return await this.accept(await request.text(), generatedIds(request))
       if (request.method === 'POST' && url.pathname === '/produce') return await this.produceNow(await request.json() as TelemetryRecord[])
       if (request.method === 'POST' && url.pathname === '/otlp') {
         const metadata = JSON.parse(request.headers.get('x-otlp-metadata') ?? '[]') as Array<[string, string]>
@@ -614,7 +625,7 @@ export class KafkaProducerObject {
    * they came in: the object parses nothing. The answer has no ids (the app has them). A body
    * without the ids line (an app older still, during a deploy) is parsed.
    */
-  private async accept(body: string): Promise<Response> {
+  private async accept(body: string, generated: number): Promise<Response> {
     this.checkEventSettings()
     const now = Date.now()
     const windowMs = this.idWindowMs()
@@ -638,9 +649,12 @@ export class KafkaProducerObject {
       // is stored.
       ;({ stored, total, seq } = this.ctx.storage.transactionSync(() => {
         if (ids === null || batch.length > ROW_CHARS) throw new Retried()
-        if (remember) this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id) SELECT j.value FROM json_each(?) AS j WHERE NOT EXISTS (SELECT 1 FROM accepted_ids_old AS o WHERE o.id = j.value)', ids)
+        // The first `generated` ids are the app's own (x-generated-ids): not remembered, and new by definition.
+        const remembering = remember && generated !== Infinity
+        if (remembering) this.sql.exec('INSERT OR IGNORE INTO accepted_ids (id) SELECT j.value FROM json_each(?) AS j WHERE j.key >= ? AND NOT EXISTS (SELECT 1 FROM accepted_ids_old AS o WHERE o.id = j.value)', ids, generated)
         const row = this.sql.exec<{ seq: number; fresh: number; total: number }>(
-          `INSERT INTO requests (body, n, accepted_at) VALUES (?1, ${remember ? 'changes()' : 'json_array_length(?3)'}, ?2) RETURNING seq, n AS fresh, json_array_length(?3) AS total`, batch, now, ids).one()
+          `INSERT INTO requests (body, n, accepted_at) VALUES (?1, ${remembering ? 'changes() + ?4' : 'json_array_length(?3)'}, ?2) RETURNING seq, n AS fresh, json_array_length(?3) AS total`,
+          batch, now, ids, ...(remembering ? [generated] : [])).one()
         if (row.fresh < row.total) throw new Retried()
         if (count + row.fresh > max) throw new BacklogFull(row.fresh)
         return { stored: row.fresh, total: row.total, seq: row.seq }

@@ -32,6 +32,11 @@ export interface TelemetryRecord {
   value: string
   timestamp: number
   type: string
+  /**
+   * The event came without an id and the app named it. No resend can carry that id (a resent event
+   * without one is named anew), so the object does not remember it against resends.
+   */
+  generated?: true
 }
 
 /**
@@ -129,7 +134,8 @@ function validateEvent(e: unknown, at: number, limits: TelemetryLimits, now: num
   for (const k in ev) if (!FIELDS.has(k)) throw bad(at, `unknown field ${JSON.stringify(k)}; allowed: ${[...FIELDS].join(', ')} (put custom fields under "data")`)
   if (typeof ev.type !== 'string' || !TYPE.test(ev.type)) throw bad(at, `"type" is required: 1-100 characters of A-Z a-z 0-9 _ . : / -, got ${JSON.stringify(ev.type)}`)
   let id: string
-  if (ev.id === undefined) id = newId()
+  const generated = ev.id === undefined
+  if (generated) id = newId()
   else if (typeof ev.id === 'string' && ev.id.length >= 1 && ev.id.length <= 128) id = ev.id
   else throw bad(at, `"id" must be a string of 1-128 characters, got ${JSON.stringify(ev.id)}`)
   let key: string | null = null
@@ -154,7 +160,7 @@ function validateEvent(e: unknown, at: number, limits: TelemetryLimits, now: num
     const size = utf8.encode(value).length
     if (size > limits.maxEventBytes) throw new TelemetryInputError(413, `${where(at)}: ${size} bytes serialized; one event may be at most ${limits.maxEventBytes} bytes`)
   }
-  return { id, key, value, timestamp, type: ev.type }
+  return generated ? { id, key, value, timestamp, type: ev.type, generated } : { id, key, value, timestamp, type: ev.type }
 }
 
 /**
