@@ -50,7 +50,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Link, LinkHandlers, Transport } from '../src/edge/transport/transport.js'
-import { printTable, report, writeReport, type BenchResult, SEND_FORM } from './lib.js'
+import { WORKER_EVENT_IDS, eventsBody, printTable, report, writeReport, type BenchResult, SEND_FORM } from './lib.js'
 
 const LOW = Number(process.env.BENCH_RECORDS_LOW ?? 2_000)
 const HIGH = Number(process.env.BENCH_RECORDS_HIGH ?? 32_000)
@@ -74,8 +74,6 @@ const POSTS_LOW = Number(process.env.BENCH_POSTS_LOW ?? 20)
 const POSTS_HIGH = Number(process.env.BENCH_POSTS_HIGH ?? 120)
 const POSTS_WARMUP = Number(process.env.BENCH_POSTS_WARMUP ?? 200)
 const EVENTS_PER_POST = 100
-/** The events' ids (bench/worker-inprocess.ts, EventIds): round (default), uuid or none. */
-const WORKER_EVENT_IDS = (process.env.BENCH_WORKER_EVENT_IDS ?? 'round') as import('./worker-inprocess.js').EventIds
 /** The worker suite's topic: 4 partitions. */
 const WORKER_PARTITIONS = 4
 const BATCHES_LOW = Number(process.env.BENCH_BATCHES_LOW ?? 200)
@@ -460,7 +458,7 @@ async function workerPosts(warmup: number, n: number): Promise<{ ok: number; err
   const { VirtualClock } = await import('../test/sim/virtual-clock.js')
   const { ModelCluster } = await import('../test/sim/model-broker.js')
   const protocol = await import('../src/edge/protocol/index.js')
-  const { eventsBody, startWorker } = await import('./worker-inprocess.js')
+  const { startWorker } = await import('./worker-inprocess.js')
   const clock = new VirtualClock()
   const model = new ModelCluster({ brokers: 1, topics: { [TOPIC]: WORKER_PARTITIONS } }, () => 0.5, () => clock.now())
   const worker = await startWorker({

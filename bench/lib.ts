@@ -125,3 +125,32 @@ export function workerdCpu(pgid: number): { total: number; proxy: number; main: 
  * Their children read the same environment variable.
  */
 export const SEND_FORM: 'callback' | 'promise' = process.env.BENCH_SEND === 'promise' ? 'promise' : 'callback'
+
+/**
+ * How the events of a body are named: `round` (the worker suite's h-<round>-<i>, which sort together),
+ * `uuid` (a random UUID per event, as clients that name their events send; seeded, so runs repeat) or
+ * `none` (no id: the app generates one per event). BENCH_WORKER_EVENT_IDS chooses.
+ */
+export type EventIds = 'round' | 'uuid' | 'none'
+export const WORKER_EVENT_IDS = (process.env.BENCH_WORKER_EVENT_IDS ?? 'round') as EventIds
+if (!['round', 'uuid', 'none'].includes(WORKER_EVENT_IDS)) throw new Error(`BENCH_WORKER_EVENT_IDS: round, uuid or none, not '${WORKER_EVENT_IDS}'`)
+
+/**
+ * The worker suites' body: `events` events of one round, keys user-0 to user-19, ids `${prefix}-<round>-<i>`
+ * (or as `ids` says).
+ */
+export function eventsBody(round: number, events: number, ids: EventIds = 'round', prefix = 'h'): string {
+  // Seeded by prefix and round (never 0, which xorshift keeps): runs repeat, and no two bodies share an id.
+  let x = Math.imul(round + 0x10000, 0x9e3779b1) | 1
+  for (let k = 0; k < prefix.length; k++) x = Math.imul(x ^ prefix.charCodeAt(k), 0x01000193) | 1
+  const hex = (n: number) => {
+    let out = ''
+    for (let k = 0; k < n; k++) {
+      x ^= x << 13; x ^= x >>> 17; x ^= x << 5
+      out += ((x >>> 0) & 15).toString(16)
+    }
+    return out
+  }
+  const idOf = (i: number) => (ids === 'round' ? `${prefix}-${round}-${i}` : ids === 'uuid' ? `${hex(8)}-${hex(4)}-4${hex(3)}-a${hex(3)}-${hex(12)}` : undefined)
+  return JSON.stringify(Array.from({ length: events }, (_, i) => ({ type: 'bench', id: idOf(i), key: `user-${i % 20}`, data: { r: round, i, path: '/some/page' } })))
+}

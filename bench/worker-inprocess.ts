@@ -88,28 +88,6 @@ const WASM_HOOKS = `export async function load(url, context, next) {
   return { format: 'module', shortCircuit: true, source: 'import { readFileSync } from "node:fs"; export default new WebAssembly.Module(readFileSync(new URL(' + JSON.stringify(url) + ')))' }
 }`
 
-/**
- * How the events of a body are named: `round` (the worker suite's h-<round>-<i>, which sort together),
- * `uuid` (a random UUID per event, as clients that name their events send; seeded, so runs repeat) or
- * `none` (no id: the app generates one per event).
- */
-export type EventIds = 'round' | 'uuid' | 'none'
-
-/** The worker suite's body: `events` events of one round, keys user-0 to user-19. */
-export function eventsBody(round: number, events: number, ids: EventIds = 'round'): string {
-  let x = (round + 1) * 0x9e3779b1
-  const hex = (n: number) => {
-    let out = ''
-    for (let k = 0; k < n; k++) {
-      x ^= x << 13; x ^= x >>> 17; x ^= x << 5
-      out += ((x >>> 0) & 15).toString(16)
-    }
-    return out
-  }
-  const idOf = (i: number) => (ids === 'round' ? `h-${round}-${i}` : ids === 'uuid' ? `${hex(8)}-${hex(4)}-4${hex(3)}-a${hex(3)}-${hex(12)}` : undefined)
-  return JSON.stringify(Array.from({ length: events }, (_, i) => ({ type: 'bench', id: idOf(i), key: `user-${i % 20}`, data: { r: round, i, path: '/some/page' } })))
-}
-
 export interface WorkerHarness {
   /** One POST /events; resolves with its status once the object has produced its events. */
   post(body: string): Promise<number>

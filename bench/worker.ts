@@ -17,6 +17,8 @@
 // BENCH_WORKER_QUICK=1: only the 100-event POSTs of kafka-edge durable (also paced) and kafkajs, profiled
 // (bench/results/worker-quick.json; about a minute).
 // BENCH_WORKER_IDS_WINDOW=<seconds>: the objects' ACCEPTED_IDS_WINDOW_SECONDS in the per-request runs
+// BENCH_WORKER_EVENT_IDS=round|uuid|none: the per-request runs' event ids (bench/lib.ts eventsBody): ids
+//   that sort together (default), random UUIDs, or none (the app names the events)
 // (0: no ids remembered, so a resend is stored again and no row is written per event); in the results' config.
 // @platformatic/kafka is tried under nodejs_compat too; it fails at module load (recorded below).
 import { mkdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
@@ -26,7 +28,7 @@ import { bs, createTopic, ensureCluster, readTopic, stopCluster, uniqueTopic, ty
 import { runWorkerLoad, type LoadResult } from '../test/e2e/worker-load.js'
 import { startWrangler, type WranglerDev } from '../test/e2e/wrangler.js'
 import { ensurePeers, PEERS_DIR, ROOT } from './peers.js'
-import { printTable, report, workerdCpu, workerdCpuMs, writeReport, type BenchResult } from './lib.js'
+import { WORKER_EVENT_IDS, eventsBody, printTable, report, workerdCpu, workerdCpuMs, writeReport, type BenchResult } from './lib.js'
 import { Inspector, summarize, type IsolateProfile } from './inspector.js'
 import { telemetryApp } from '../src/edge/worker/app.js'
 import { decodeRecords, encodeRecords, parseTelemetry } from '../src/edge/worker/validate.js'
@@ -100,7 +102,7 @@ interface PerRequest {
 async function perRequest(
   impl: string, dev: WranglerDev, path: string, requests: number, drained: () => Promise<boolean>, events = 100, profile = false, paceMs = 0,
 ): Promise<PerRequest> {
-  const body = (r: number) => JSON.stringify(Array.from({ length: events }, (_, i) => ({ type: 'bench', id: `${impl}-${events}-${r}-${i}`, key: `user-${i % 20}`, data: { r, i, path: '/some/page' } })))
+  const body = (r: number) => eventsBody(r, events, WORKER_EVENT_IDS, `${impl}-${events}`)
   const post = (r: number) => fetch(`${dev.url}${path}`, { method: 'POST', body: body(r), headers: { 'content-type': 'application/json' } })
   const ok = (status: number) => status === 202 || status === 200 || (path === '/no-such-route' && status === 404)
   for (let r = 0; r < 20; r++) { const res = await post(-1 - r); await res.arrayBuffer(); if (!ok(res.status)) throw new Error(`${impl}: ${res.status}`) }
