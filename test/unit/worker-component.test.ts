@@ -79,7 +79,7 @@ describe('checkpoint storage form', () => {
 
 /** Stand-ins for the objects: each named stub answers from `answer` and records what it was sent. */
 function namespace(answer: (shard: number, body: unknown[]) => Response) {
-  const calls: Array<{ shard: number; path: string; body: unknown[]; ids: unknown; hint?: string }> = []
+  const calls: Array<{ shard: number; path: string; body: unknown[]; ids: unknown; hint?: string; generated: string | null }> = []
   const ns: DurableObjectNamespace = {
     idFromName: (name) => Number(name.slice(SHARD_PREFIX.length)),
     get: (id, opts) => ({
@@ -89,7 +89,8 @@ function namespace(answer: (shard: number, body: unknown[]) => Response) {
         const text = String(init?.body ?? '[]')
         const nl = text.indexOf('\n')
         const body = nl < 0 ? JSON.parse(text) as unknown[] : decodeRecords(text.slice(nl + 1))
-        calls.push({ shard, path: new URL(String(input)).pathname, body, ids: nl < 0 ? null : JSON.parse(text.slice(0, nl)), hint: opts?.locationHint })
+        const generated = new Headers(init?.headers).get('x-generated-ids')
+        calls.push({ shard, path: new URL(String(input)).pathname, body, ids: nl < 0 ? null : JSON.parse(text.slice(0, nl)), hint: opts?.locationHint, generated })
         return answer(shard, body)
       },
     }),
@@ -119,6 +120,27 @@ describe('telemetryApp() over shards', () => {
       const ids = (c.body as Array<{ id: string }>).map((r) => Number(r.id.slice(1)))
       expect(ids).toEqual([...ids].sort((a, b) => a - b))
     }
+  })
+
+  it('one shard: the object\'s answer gets the ids in event order; ids the app generated go first to the object, counted', async () => {
+    const { ns, calls } = namespace((_s, body) => Response.json({ accepted: body.length, topic: 'telemetry' }, { status: 202 }))
+    const mixed = [{ type: 'a' }, { type: 'b', id: 'given-1' }, { type: 'c' }, { type: 'd', id: 'given-2' }]
+    const res = await post(telemetryApp(), env(ns), mixed)
+    expect(res.status).toBe(202)
+    const body = await res.json() as { accepted: number; topic: string; ids: string[] }
+    expect(body.accepted).toBe(4)
+    expect(body.topic).toBe('telemetry')
+    expect(body.ids).toHaveLength(4)
+    expect([body.ids[1], body.ids[3]]).toEqual(['given-1', 'given-2'])
+    expect(calls[0]!.generated).toBe('2')
+    expect(calls[0]!.ids).toEqual([body.ids[0], body.ids[2], 'given-1', 'given-2'])
+
+    const named = await (await post(telemetryApp(), env(ns), events.slice(0, 3))).json() as { ids: string[] }
+    expect(named.ids).toEqual(['e0', 'e1', 'e2'])
+    expect(calls[1]!.generated).toBeNull()
+    const unnamed = await (await post(telemetryApp(), env(ns), [{ type: 'a' }, { type: 'b' }])).json() as { ids: string[] }
+    expect(calls[2]!.generated).toBe('all')
+    expect(calls[2]!.ids).toEqual(unnamed.ids)
   })
 
   it('a full shard makes the answer 429 with the largest Retry-After and the ids to resend', async () => {

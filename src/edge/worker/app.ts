@@ -116,8 +116,10 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
     }))
     if (answers.length === 1) {
       const a = answers[0]!
-      // The object's answer with the ids the app already wrote as JSON, rather than an array of them stringified again.
-      const text = a.ids === null ? JSON.stringify(a.body) : `${JSON.stringify(a.body).slice(0, -1)},"ids":${a.ids}}`
+      let text = JSON.stringify(a.body)
+      // The object's answer with the ids the app already wrote as JSON, rather than an array of them
+      // stringified again (an object's durable answer has no ids of its own).
+      if (a.ids !== null) text = 'ids' in a.body ? JSON.stringify({ ...a.body, ids: a.list.map((r) => r.id) }) : `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}"ids":${a.ids}}`
       return new Response(text, { status: a.status, headers: { 'content-type': 'application/json', ...(a.retryAfter ? { 'retry-after': a.retryAfter } : {}) } })
     }
     for (const a of answers) if (a.ids !== null) a.body.ids = a.list.map((r) => r.id)
