@@ -110,19 +110,14 @@ export function telemetryApp(options: TelemetryAppOptions = {}) {
       const body = await res.json() as Record<string, unknown>
       // A durable accept's answer names no events (the object stores them without parsing them):
       // the ids accepted or refused are the ones sent to it.
-      const answered = mode === 'durable' && (res.status === 202 || res.status === 429)
-      // The answer lists the ids in the order of the events.
-      return { status: res.status, retryAfter: res.headers.get('retry-after'), body, list, ids: !answered ? null : named === list ? ids : JSON.stringify(list.map((r) => r.id)) }
+      // The ids in the order of the events.
+      if (mode === 'durable' && (res.status === 202 || res.status === 429)) body.ids = list.map((r) => r.id)
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body }
     }))
     if (answers.length === 1) {
       const a = answers[0]!
-      let text = JSON.stringify(a.body)
-      // The object's answer with the ids the app already wrote as JSON, rather than an array of them
-      // stringified again (an object's durable answer has no ids of its own).
-      if (a.ids !== null) text = 'ids' in a.body ? JSON.stringify({ ...a.body, ids: a.list.map((r) => r.id) }) : `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}"ids":${a.ids}}`
-      return new Response(text, { status: a.status, headers: { 'content-type': 'application/json', ...(a.retryAfter ? { 'retry-after': a.retryAfter } : {}) } })
+      return new Response(JSON.stringify(a.body), { status: a.status, headers: { 'content-type': 'application/json', ...(a.retryAfter ? { 'retry-after': a.retryAfter } : {}) } })
     }
-    for (const a of answers) if (a.ids !== null) a.body.ids = a.list.map((r) => r.id)
     // Several shards: the worst status wins; accepted and refused ids are listed so a client resends only the refused.
     const worst = answers.reduce((w, a) => (a.status > w ? a.status : w), 0)
     const accepted = answers.filter((a) => a.status === 202)
