@@ -41,6 +41,23 @@ describe('first contact from a plain Node script', () => {
     expect(r.stdout).toContain('ClosedError')
     expect(Date.now() - started).toBeLessThan(15_000)
   })
+
+  it('a plaintext producer never loads node:tls (a third of the package\'s load time); one with security.protocol SSL loads it when it dials', () => {
+    const r = runScript(`
+      import { createProducer, tcp } from './src/edge/node.ts'
+      const tlsLoaded = () => process.moduleLoadList.includes('NativeModule tls')
+      const plain = createProducer({ 'bootstrap.servers': '127.0.0.1:1', transport: tcp(), 'max.block.ms': 600 })
+      await plain.send({ topic: 't', value: 'x' }).catch(() => {})
+      await plain.close()
+      const afterPlain = tlsLoaded()
+      const secure = createProducer({ 'bootstrap.servers': '127.0.0.1:1', transport: tcp(), 'security.protocol': 'SSL', 'max.block.ms': 600 })
+      await secure.send({ topic: 't', value: 'x' }).catch(() => {})
+      await secure.close()
+      console.log(JSON.stringify({ afterPlain, afterSecure: tlsLoaded() }))
+    `)
+    expect(r.status, r.stderr).toBe(0)
+    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({ afterPlain: false, afterSecure: true })
+  })
 })
 
 describe('debug and logger settings', () => {

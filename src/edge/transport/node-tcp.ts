@@ -1,5 +1,4 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net'
-import { connect as tlsConnect } from 'node:tls'
 import { NetworkException, ProtocolError, SslAuthenticationException } from '../errors.js'
 import { FrameDecoder, looksLikeTlsRecord, plaintextToTlsError } from '../protocol/frame-decoder.js'
 import { installBrokerSecurity } from '../security.js'
@@ -30,9 +29,12 @@ export function tcp(options: TcpOptions = {}): Transport {
  * up. Certificate problems reject with an SslAuthenticationException naming the host and the reason.
  * The relay's upstream connections use it too, so both verify brokers the same way.
  */
-export function dial(address: { host: string; port: number }, target: { host: string; port: number }, tls: TlsSettings | undefined, timeoutMs: number): Promise<Socket> {
+export async function dial(address: { host: string; port: number }, target: { host: string; port: number }, tls: TlsSettings | undefined, timeoutMs: number): Promise<Socket> {
+  // Loaded on the first TLS dial: importing node:tls costs about 13 ms of CPU, a third of what loading
+  // the whole package costs a plaintext producer at start (docs/benchmarks.md, eighth session).
+  const tlsConnect = tls ? (await import('node:tls')).connect : null
   return new Promise<Socket>((resolve, reject) => {
-    const socket: Socket = tls
+    const socket: Socket = tls && tlsConnect
       ? tlsConnect({
           host: target.host, port: target.port,
           // SNI carries a name, never an IP literal (RFC 6066); verification still checks IP SANs.
