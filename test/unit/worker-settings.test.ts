@@ -5,7 +5,7 @@ import { ConfigException, createProducer, websocket } from '../../src/edge/index
 import { cloudflareSockets, type CloudflareConnect } from '../../src/edge/transport/cloudflare-sockets.js'
 import type { Env } from '../../src/edge/worker/env.js'
 import { otlpSettings } from '../../src/edge/worker/otlp.js'
-import { acceptMode, bootstrapVar, choiceVar, countingOpens, flagVar, intVar, locationHintVar, relayTransport, securitySettings, topicVar } from '../../src/edge/worker/settings.js'
+import { acceptMode, bootstrapVar, choiceVar, countingOpens, flagVar, intVar, lingerMsVar, locationHintVar, relayTransport, securitySettings, topicVar } from '../../src/edge/worker/settings.js'
 
 const env = (extra: Partial<Env>): Env => ({ PRODUCER: undefined as never, KAFKA_BOOTSTRAP: '127.0.0.1:9093', TELEMETRY_TOPIC: 't', ...extra })
 
@@ -104,6 +104,14 @@ describe('the Worker\'s vars: a value it cannot read is a ConfigException naming
     // The ids window takes 0 (no ids remembered); a duration with a unit is not seconds.
     expect(intVar(env({ ACCEPTED_IDS_WINDOW_SECONDS: '0' }), 'ACCEPTED_IDS_WINDOW_SECONDS', 3600, 0)).toBe(0)
     expect(() => intVar(env({ ACCEPTED_IDS_WINDOW_SECONDS: '1h' }), 'ACCEPTED_IDS_WINDOW_SECONDS', 3600, 0)).toThrow(/ACCEPTED_IDS_WINDOW_SECONDS="1h" is not a whole number of at least 0/)
+  })
+
+  it('linger.ms: 20 in durable mode (the client has its answer before the producer sees the events), 5 in sync mode (the client waits); KAFKA_LINGER_MS sets it, 0 included', () => {
+    expect(lingerMsVar(env({}))).toBe(20)
+    expect(lingerMsVar(env({ ACCEPT_MODE: 'sync' }))).toBe(5)
+    expect(lingerMsVar(env({ KAFKA_LINGER_MS: '0' }))).toBe(0)
+    expect(lingerMsVar(env({ ACCEPT_MODE: 'sync', KAFKA_LINGER_MS: '50' }))).toBe(50)
+    expect(() => lingerMsVar(env({ KAFKA_LINGER_MS: '20ms' }))).toThrow(/KAFKA_LINGER_MS="20ms" is not a whole number of at least 0.*default \(20\)/)
   })
 
   it('choices are case-insensitive and default to the first; a typo names the var and the choices', () => {

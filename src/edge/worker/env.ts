@@ -70,6 +70,8 @@ export interface Env {
   KAFKA_RELAY_TOKEN?: string
   /** Optional: the producer's max.request.size (default 1048576); OTLP requests are split into records that fit it. */
   KAFKA_MAX_REQUEST_SIZE?: string
+  /** Optional: the producer's linger.ms (default 20 in durable mode, 5 in sync mode; 0 allowed). */
+  KAFKA_LINGER_MS?: string
   /** Optional: how long an accepted event id is remembered, so a resend adds nothing (seconds, default 3600; kept for one to two windows). */
   ACCEPTED_IDS_WINDOW_SECONDS?: string
   /** Optional: most bytes of records an object holds unproduced before it answers 429 (default 1 GiB). */

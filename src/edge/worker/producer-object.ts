@@ -9,7 +9,7 @@ import { cloudflareSockets } from '../transport/cloudflare-sockets.js'
 import type { DurableObjectState, Env, SqlStorage, SqlValue } from './env.js'
 import { toRecords, type OtlpRecord, type Signal } from '../otlp/records.js'
 import { otlpSettings } from './otlp.js'
-import { acceptMode, batchRowKey, bootstrapVar, checkpointFromJson, checkpointHead, choiceVar, countingOpens, intVar, relayTransport, securitySettings, topicVar, type MetricSample } from './settings.js'
+import { acceptMode, batchRowKey, bootstrapVar, checkpointFromJson, checkpointHead, choiceVar, countingOpens, intVar, lingerMsVar, relayTransport, securitySettings, topicVar, type MetricSample } from './settings.js'
 import { decodeRecords, encodeRecords, type TelemetryRecord } from './validate.js'
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
@@ -262,6 +262,7 @@ export class KafkaProducerObject {
       'delivery.timeout.ms': this.mode() === 'sync' ? 30_000 : 120_000,
       // OTLP requests are split into records of at most this size (less the record's overhead).
       'max.request.size': intVar(this.env, 'KAFKA_MAX_REQUEST_SIZE', 1_048_576),
+      'linger.ms': lingerMsVar(this.env),
       ...relay ? { transport: relay } : securitySettings(this.env),
     }
   }

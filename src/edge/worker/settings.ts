@@ -94,6 +94,15 @@ export function bootstrapVar(env: Env, relayed: boolean): string {
 export const acceptMode = (env: Env): 'durable' | 'sync' => choiceVar(env, 'ACCEPT_MODE', ['durable', 'sync'])
 
 /**
+ * The object's linger.ms: KAFKA_LINGER_MS, else 20 in durable mode and the producer's 5 in sync
+ * mode. A durable accept has answered before the producer sees the events, so lingering longer costs
+ * no client any time; it lets a request's batches wait for the next request's, and each drain costs
+ * the object a checkpoint save and a Produce round trip (at 5 ms, one of each per 100-event POST of a
+ * client that posts back to back; at 20, about half: docs/benchmarks.md, eighth session).
+ */
+export const lingerMsVar = (env: Env): number => intVar(env, 'KAFKA_LINGER_MS', acceptMode(env) === 'sync' ? 5 : 20, 0)
+
+/**
  * The producer's security settings from the Worker's vars and secrets. An empty value counts as unset
  * (`--var KAFKA_SASL_MECHANISM:` or an empty secret), so a half-cleared config fails in createProducer
  * with its ConfigException rather than sending an empty password. No ssl.* settings: cloudflare:sockets
