@@ -33,6 +33,9 @@
 //                       before the run, Java through ProducerPerformance --payload-file: the clients' own
 //                       cost without the generator's; results in bench/results/produce-pool.json)
 //   BENCH_RESULTS=<name>  write bench/results/<name>.json even when BENCH_IMPLS picks some peers
+//   BENCH_TIMELINE=1   the kafka-edge child prints its process CPU and records acknowledged every 131,072
+//                       sends to stderr (TL lines): where a run's start-up and warm-up end and its steady
+//                       state begins (docs/benchmarks.md, eighth session)
 import { spawn, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -55,6 +58,7 @@ const LINGER_MS = 5
 const PER_CALL = 1000
 const CLUSTER = 'bench'
 const IMPLS = process.env.BENCH_IMPLS?.split(',') ?? null
+const TIMELINE = process.env.BENCH_TIMELINE === '1'
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
 const runs = (impl: string) => IMPLS === null || IMPLS.includes(impl)
 const PAYLOAD = process.env.BENCH_PAYLOAD ?? 'refill'
@@ -575,6 +579,7 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
     if (callback && (i & 1023) !== 0) { p.send({ topic, value: next.next() }, callback); continue }
     const sent = p.send({ topic, value: next.next() }).then(ok, fail)
     if ((i & 1023) === 0) {
+      if (TIMELINE && (i & 131071) === 0) timeline(i, acked)
       if (i - acked - errors > maxOutstanding) maxOutstanding = i - acked - errors
       window.push(sent)
       // Bounded like the Java producer's buffer.memory (kafka-edge's is 32 MB too, and a send past it
@@ -597,6 +602,12 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
     records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors, maxOutstanding, firstError,
     ...(sorted.length ? { produceLatencyMs: { p50: at(0.5), p99: at(0.99), requests: sorted.length } } : {}),
   }
+}
+
+/** BENCH_TIMELINE: the child's whole-process CPU so far (start-up included) at send number `sent`. */
+function timeline(sent: number, acked: number): void {
+  const u = process.cpuUsage()
+  process.stderr.write(`TL sent ${sent} cpu ${((u.user + u.system) / 1000).toFixed(0)} ms acknowledged ${acked}\n`)
 }
 
 /**

@@ -17,9 +17,11 @@
 // BENCH_WORKER_QUICK=1: only the 100-event POSTs of kafka-edge durable (also paced) and kafkajs, profiled
 // (bench/results/worker-quick.json; about a minute).
 // BENCH_WORKER_IDS_WINDOW=<seconds>: the objects' ACCEPTED_IDS_WINDOW_SECONDS in the per-request runs
+//   (0: no ids remembered, so a resend is stored again and no row is written per event); in the results' config.
 // BENCH_WORKER_EVENT_IDS=round|uuid|none: the per-request runs' event ids (bench/lib.ts eventsBody): ids
 //   that sort together (default), random UUIDs, or none (the app names the events)
-// (0: no ids remembered, so a resend is stored again and no row is written per event); in the results' config.
+// BENCH_WORKER_COMPRESSION=<codec>, BENCH_WORKER_LINGER_MS=<ms>: the objects' KAFKA_COMPRESSION and KAFKA_LINGER_MS
+//   in the per-request runs (unset: the Worker's defaults, none and 20 in durable mode); in the results' config.
 // @platformatic/kafka is tried under nodejs_compat too; it fails at module load (recorded below).
 import { mkdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
 import { loadavg } from 'node:os'
@@ -167,6 +169,12 @@ async function shardCounters(dev: WranglerDev): Promise<Map<string, number> | nu
 }
 
 const idsWindow: Record<string, string> = process.env.BENCH_WORKER_IDS_WINDOW === undefined ? {} : { ACCEPTED_IDS_WINDOW_SECONDS: process.env.BENCH_WORKER_IDS_WINDOW }
+/** The objects' vars the per-request runs set beyond the defaults, also written into the results' config. */
+const objectVars: Record<string, string> = { ...idsWindow }
+for (const [bench, worker] of [['BENCH_WORKER_COMPRESSION', 'KAFKA_COMPRESSION'], ['BENCH_WORKER_LINGER_MS', 'KAFKA_LINGER_MS']] as const) {
+  const v = process.env[bench]
+  if (v) objectVars[worker] = v
+}
 
 /** The V8 sampler's requested interval (µs) for the isolate profiles. */
 const PROFILE_INTERVAL_US = 100
@@ -276,7 +284,7 @@ export default async function main(args: string[]): Promise<void> {
     for (const mode of quick ? ['durable'] as const : ['durable', 'sync'] as const) {
       const topic = uniqueTopic(`bench-worker-${mode}`)
       await createTopic(single, topic, { partitions: 4 })
-      const dev = await startWrangler({ KAFKA_BOOTSTRAP: bs(single), TELEMETRY_TOPIC: topic, ACCEPT_MODE: mode, SHARDS: '1', ...idsWindow })
+      const dev = await startWrangler({ KAFKA_BOOTSTRAP: bs(single), TELEMETRY_TOPIC: topic, ACCEPT_MODE: mode, SHARDS: '1', ...objectVars })
       try {
         const r = await perRequest(`kafka-edge-${mode}`, dev, '/events', requests, backlogEmpty(dev), 100, mode === 'durable')
         const { isolate, ...plain } = r
@@ -332,7 +340,7 @@ export default async function main(args: string[]): Promise<void> {
     if (edge && peer) results.push({ impl: 'kafka-edge-durable', metric: 'isolate CPU per 100-event POST, ratio to kafkajs', unit: 'x', value: edge.value / peer.value })
     if (quick) {
       printTable(results, 'kafka-edge-durable')
-      console.log(`wrote ${writeReport(report('worker-quick', { requests, ...idsWindow, wrangler: '4.86.0', load: { start: loadAtStart, end: loadavg() }, profileIntervalUs: PROFILE_INTERVAL_US, profiles, ...notes }, results))}`)
+      console.log(`wrote ${writeReport(report('worker-quick', { requests, ...objectVars, wrangler: '4.86.0', load: { start: loadAtStart, end: loadavg() }, profileIntervalUs: PROFILE_INTERVAL_US, profiles, ...notes }, results))}`)
       return
     }
 
@@ -384,6 +392,6 @@ export default async function main(args: string[]): Promise<void> {
     results.push({ impl: 'kafka-edge-durable', metric: 'exactly-once run: time to 202 p99', unit: 'ms', value: r.acceptP99Ms })
   }
   printTable(results, 'kafka-edge-durable')
-  const file = writeReport(report('worker', { events, requests, ...idsWindow, wrangler: '4.86.0', load: { start: loadAtStart, end: loadavg() }, profileIntervalUs: PROFILE_INTERVAL_US, profiles, ...notes }, results))
+  const file = writeReport(report('worker', { events, requests, ...objectVars, wrangler: '4.86.0', load: { start: loadAtStart, end: loadavg() }, profileIntervalUs: PROFILE_INTERVAL_US, profiles, ...notes }, results))
   console.log(`wrote ${file}`)
 }
