@@ -19,7 +19,9 @@
 //
 // CPU is the producer process's own: the Node children read process.cpuUsage() (all threads, so
 // librdkafka's too); Java is read from the JVM's utime+stime (/proc, via the parent shell's
-// cutime+cstime once it has reaped the JVM). "cpu-us/record" counts the send loop only: the Node
+// cutime+cstime once it has reaped the JVM). The Node children also split their whole process between
+// the main thread and the others (V8's compiler and GC helpers, libuv's pool), from /proc/self/task:
+// what a run spends besides its own JavaScript. "cpu-us/record" counts the send loop only: the Node
 // children measure around it, and Java's is its whole-process CPU minus that of a 1-record run (JVM
 // start, class loading, connect, close). "cpu-us/record (whole process)" is everything, startup included.
 //
@@ -64,6 +66,8 @@ const runs = (impl: string) => IMPLS === null || IMPLS.includes(impl)
 const PAYLOAD = process.env.BENCH_PAYLOAD ?? 'refill'
 if (PAYLOAD !== 'refill' && PAYLOAD !== 'pool') throw new Error(`BENCH_PAYLOAD must be refill or pool, not ${PAYLOAD}`)
 const RESULTS = process.env.BENCH_RESULTS ?? (IMPLS !== null ? null : PAYLOAD === 'pool' ? 'produce-pool' : 'produce')
+/** Linux's USER_HZ, the unit of /proc's utime and stime (100 on every Linux build Node runs on). */
+const CLOCK_TICKS = 100
 /** Values in the pool: enough that a 16 KiB batch rarely holds one twice (lz4 would find the repeat). */
 const POOL_VALUES = 4096
 
@@ -86,6 +90,12 @@ export interface ChildResult {
   records: number; ms: number; cpuLoopUs: number; cpuTotalUs: number; errors: number; maxOutstanding?: number; firstError?: string; brokerCpuUs?: number
   /** floor only: the CPU of the payload generator alone over the same records, in µs. */
   generatorCpuUs?: number
+  /**
+   * Node children on Linux: the whole process's CPU split between the main thread (JavaScript, WASM,
+   * the socket's syscalls) and every other thread (V8's helpers: TurboFan compiles and parallel GC
+   * work; libuv's pool), from /proc/self/task, in µs. The floor's generator pass is taken off `main`.
+   */
+  threads?: { main: number; others: number }
   /** With BENCH_REQUEST_LATENCY=1 (kafka-edge only): each Produce request's write-to-response time, in ms. */
   produceLatencyMs?: { p50: number; p99: number; requests: number }
 }
@@ -160,7 +170,7 @@ export default async function produce(args: string[]): Promise<void> {
   const keep = (impl: string, c: Config, r: ChildResult) => {
     const rate = r.records / (r.ms / 1000)
     console.log(`  ${configName(c).padEnd(10)} ${impl.padEnd(24)} ${Math.round(rate).toLocaleString().padStart(9)} records/s, ${(r.cpuLoopUs / r.records).toFixed(2)} cpu-us/record (loop), ` +
-      `${(r.cpuTotalUs / r.records).toFixed(2)} (process), broker ${((r.brokerCpuUs ?? NaN) / r.records).toFixed(2)}${r.errors ? `, ${r.errors} FAILED SENDS (${r.firstError})` : ''}${r.maxOutstanding !== undefined ? `, peak ${r.maxOutstanding.toLocaleString()} unacknowledged` : ''}`)
+      `${(r.cpuTotalUs / r.records).toFixed(2)} (process), broker ${((r.brokerCpuUs ?? NaN) / r.records).toFixed(2)}${r.threads ? `, threads: main ${(r.threads.main / r.records).toFixed(2)}, others ${(r.threads.others / r.records).toFixed(2)}` : ''}${r.errors ? `, ${r.errors} FAILED SENDS (${r.firstError})` : ''}${r.maxOutstanding !== undefined ? `, peak ${r.maxOutstanding.toLocaleString()} unacknowledged` : ''}`)
     const key = `${impl}|${configName(c)}`
     if (r.errors > 0) { errors.set(key, `${r.errors} of ${r.records} sends failed: ${r.firstError}`); return }
     const prev = best.get(key)
@@ -270,6 +280,10 @@ function writeResults(name: string, o: Outcome): void {
     row(impl, config, 'cpu-us/record (whole process)', 'us', round3(r.cpuTotalUs / r.records))
     if (r.brokerCpuUs !== undefined) row(impl, config, 'broker cpu-us/record', 'us', round3(r.brokerCpuUs / r.records))
     if (r.generatorCpuUs !== undefined) row(impl, config, 'generator cpu-us/record', 'us', round3(r.generatorCpuUs / r.records))
+    if (r.threads) {
+      row(impl, config, 'main-thread cpu-us/record (whole process)', 'us', round3(r.threads.main / r.records))
+      row(impl, config, 'other threads cpu-us/record (whole process)', 'us', round3(r.threads.others / r.records))
+    }
   }
   const v = (impl: string, c: Config, metric: string) => results.find((x) => x.impl === impl && x.metric === `${metric} @${configName(c)}`)?.value ?? NaN
   // The targets, per config: kafka-edge (Node 22, as every other Node peer) against Java and the best JavaScript peer.
@@ -407,7 +421,7 @@ function javaChild(cp: string, bootstrap: string, topic: string, n: number, c: C
     // After "(comm)": field 3 (state) is index 0, so cutime (16) and cstime (17) are 13 and 14.
     const ticks = Number(fields[13]) + Number(fields[14])
     const records = Number(total[1])
-    return { records, ms: (records / Number(total[2])) * 1000, cpuLoopUs: 0, cpuTotalUs: (ticks * 1e6) / 100, errors: 0 }
+    return { records, ms: (records / Number(total[2])) * 1000, cpuLoopUs: 0, cpuTotalUs: (ticks * 1e6) / CLOCK_TICKS, errors: 0 }
   })
 }
 
@@ -504,6 +518,8 @@ async function child(args: string[]): Promise<void> {
   const total = process.cpuUsage()
   // The floor's generator-only pass is a figure of its own, not part of its whole process.
   result.cpuTotalUs = total.user + total.system - (result.generatorCpuUs ?? 0)
+  const threads = threadCpuUs()
+  if (threads) result.threads = { main: threads.main - (result.generatorCpuUs ?? 0), others: threads.others }
   // perf_hooks kinds: 1 scavenge (minor), 2 mark-sweep-compact (major), 4 incremental marking, 8 weak callbacks.
   if (gc.size > 0) console.error(`  ${impl} gc: ${[...gc].map(([k, g]) => `kind ${k}: ${g.n}x ${g.ms.toFixed(0)} ms`).join(', ')}`)
   process.stdout.write(JSON.stringify(result) + '\n')
@@ -602,6 +618,23 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
     records: n, ms, cpuLoopUs: cpu.user + cpu.system, cpuTotalUs: 0, errors, maxOutstanding, firstError,
     ...(sorted.length ? { produceLatencyMs: { p50: at(0.5), p99: at(0.99), requests: sorted.length } } : {}),
   }
+}
+
+/** CPU so far of this process's main thread and of its other threads, in µs (null off Linux). */
+function threadCpuUs(): { main: number; others: number } | null {
+  if (!existsSync('/proc/self/task')) return null
+  let main = 0
+  let others = 0
+  for (const tid of readdirSync('/proc/self/task')) {
+    let stat: string
+    try { stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8') } catch { continue } // the thread has exited
+    // Fields after the ")" that closes the thread's name: utime and stime are the 12th and 13th.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const us = ((Number(f[11]) + Number(f[12])) * 1e6) / CLOCK_TICKS
+    if (Number(tid) === process.pid) main += us
+    else others += us
+  }
+  return { main, others }
 }
 
 /** BENCH_TIMELINE: the child's whole-process CPU so far (start-up included) at send number `sent`. */
