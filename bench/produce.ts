@@ -620,7 +620,7 @@ async function childEdge(bootstrap: string, topic: string, n: number, compressio
   }
 }
 
-/** CPU so far of this process's main thread and of its other threads, in µs (null off Linux). */
+/** CPU so far of this process's main thread and of its other live threads (an exited one is not listed), in µs (null off Linux). */
 function threadCpuUs(): { main: number; others: number } | null {
   if (!existsSync('/proc/self/task')) return null
   let main = 0
