@@ -18,14 +18,14 @@
 // Each round also runs the producer through bench/relay-pipe.mjs (the relay's Node and flags), right
 // after the relay: the floor, what moving the bytes over ws and node:net costs with no relay logic.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
+import { writeFileSync, mkdtempSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import WebSocket from 'ws'
 import { signToken } from '../src/bridge/token.js'
 import { createProducer, websocket, type Producer } from '../src/edge/index.js'
 import { createTopic, ensureCluster, uniqueTopic, type Cluster } from '../test/helpers/kafka.js'
-import { printTable, report, writeReport, type BenchResult } from './lib.js'
+import { printTable, report, writeReport, type BenchResult, procStat } from './lib.js'
 
 export const SECRET = 'bench-secret-0123456789-abcdefghijklmnop'
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 1_000_000)
@@ -83,10 +83,10 @@ export async function startPipe(broker: string): Promise<{ child: ChildProcess; 
   return { child, url: await listeningUrl(child), pid: child.pid! }
 }
 
-/** A process's user and system CPU in ms (Linux /proc; 100 ticks/s). */
+/** A process's user and system CPU in ms (Linux /proc). */
 export function cpuSplitMs(pid: number): { user: number; system: number } {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  return { user: Number(f[11]) * 10, system: Number(f[12]) * 10 }
+  const p = procStat(`/proc/${pid}/stat`)
+  return { user: p.userUs / 1000, system: p.systemUs / 1000 }
 }
 
 /** user+system CPU of a process in ms. */

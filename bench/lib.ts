@@ -95,28 +95,41 @@ export function workerdCpuMs(pgid: number): number {
  * also workerd's own I/O (HTTP, sockets, the storage); the other threads are V8's (GC, compilation).
  */
 export function workerdCpu(pgid: number): { total: number; proxy: number; main: number; otherThreads: number } {
-  const hz = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100
-  // fields after comm: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
-  const stat = (path: string) => {
-    const s = readFileSync(path, 'utf8')
-    const close = s.lastIndexOf(')')
-    return { comm: s.slice(s.indexOf('(') + 1, close), f: s.slice(close + 2).split(' ') }
-  }
-  const ms = (f: string[]) => ((Number(f[11]) + Number(f[12])) / hz) * 1000
   const out = { total: 0, proxy: 0, main: 0, otherThreads: 0 }
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
-      const { comm, f } = stat(`/proc/${pid}/stat`)
-      if (comm !== 'workerd' || Number(f[2]) !== pgid) continue
-      const all = ms(f)
+      const p = procStat(`/proc/${pid}/stat`)
+      if (p.comm !== 'workerd' || p.pgrp !== pgid) continue
+      const all = (p.userUs + p.systemUs) / 1000
       out.total += all
       if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--inspector-addr')) { out.proxy += all; continue }
-      const main = ms(stat(`/proc/${pid}/task/${pid}/stat`).f)
+      const t = procStat(`/proc/${pid}/task/${pid}/stat`)
+      const main = (t.userUs + t.systemUs) / 1000
       out.main += main
       out.otherThreads += all - main
     } catch { continue }
   }
   return out
+}
+
+let clockTicks = 0
+/** Linux's USER_HZ (`getconf CLK_TCK`), the unit of /proc's CPU times: 100 on every Linux build Node runs on. */
+export function userHz(): number {
+  if (clockTicks === 0) clockTicks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
+  return clockTicks
+}
+
+/**
+ * One /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat: the name, the process group and the user and
+ * system CPU in µs. Throws if the process or thread is gone. The name may hold spaces and ")", so the
+ * fields are read after the last ")": state is index 0, pgrp 2, utime 11, stime 12.
+ */
+export function procStat(path: string): { comm: string; pgrp: number; userUs: number; systemUs: number } {
+  const s = readFileSync(path, 'utf8')
+  const close = s.lastIndexOf(')')
+  const f = s.slice(close + 2).split(' ')
+  const us = 1e6 / userHz()
+  return { comm: s.slice(s.indexOf('(') + 1, close), pgrp: Number(f[2]), userUs: Number(f[11]) * us, systemUs: Number(f[12]) * us }
 }
 
 /**

@@ -46,7 +46,7 @@ import { PerformanceObserver } from 'node:perf_hooks'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { AnyProducerSettings, Transport } from '../src/edge/index.js'
-import { printTable, report, writeReport, type BenchResult, SEND_FORM } from './lib.js'
+import { printTable, report, writeReport, type BenchResult, SEND_FORM, procStat, userHz } from './lib.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const ROOT = join(here, '..')
@@ -66,8 +66,6 @@ const runs = (impl: string) => IMPLS === null || IMPLS.includes(impl)
 const PAYLOAD = process.env.BENCH_PAYLOAD ?? 'refill'
 if (PAYLOAD !== 'refill' && PAYLOAD !== 'pool') throw new Error(`BENCH_PAYLOAD must be refill or pool, not ${PAYLOAD}`)
 const RESULTS = process.env.BENCH_RESULTS ?? (IMPLS !== null ? null : PAYLOAD === 'pool' ? 'produce-pool' : 'produce')
-/** Linux's USER_HZ, the unit of /proc's utime and stime (100 on every Linux build Node runs on). */
-const CLOCK_TICKS = 100
 /** Values in the pool: enough that a 16 KiB batch rarely holds one twice (lz4 would find the repeat). */
 const POOL_VALUES = 4096
 
@@ -362,11 +360,11 @@ function writeResults(name: string, o: Outcome): void {
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000
 
-/** user+system CPU of a process in microseconds (Linux /proc, 100 ticks/s). */
+/** user+system CPU of a process in microseconds (Linux /proc); NaN once it is gone. */
 function processCpuUs(pid: number): number {
   try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-    return (Number(f[11]) + Number(f[12])) * 10_000
+    const p = procStat(`/proc/${pid}/stat`)
+    return p.userUs + p.systemUs
   } catch { return NaN }
 }
 
@@ -421,7 +419,7 @@ function javaChild(cp: string, bootstrap: string, topic: string, n: number, c: C
     // After "(comm)": field 3 (state) is index 0, so cutime (16) and cstime (17) are 13 and 14.
     const ticks = Number(fields[13]) + Number(fields[14])
     const records = Number(total[1])
-    return { records, ms: (records / Number(total[2])) * 1000, cpuLoopUs: 0, cpuTotalUs: (ticks * 1e6) / CLOCK_TICKS, errors: 0 }
+    return { records, ms: (records / Number(total[2])) * 1000, cpuLoopUs: 0, cpuTotalUs: (ticks * 1e6) / userHz(), errors: 0 }
   })
 }
 
@@ -626,11 +624,11 @@ function threadCpuUs(): { main: number; others: number } | null {
   let main = 0
   let others = 0
   for (const tid of readdirSync('/proc/self/task')) {
-    let stat: string
-    try { stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8') } catch { continue } // the thread has exited
-    // Fields after the ")" that closes the thread's name: utime and stime are the 12th and 13th.
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    const us = ((Number(f[11]) + Number(f[12])) * 1e6) / CLOCK_TICKS
+    let us: number
+    try {
+      const t = procStat(`/proc/self/task/${tid}/stat`)
+      us = t.userUs + t.systemUs
+    } catch { continue } // the thread has exited
     if (Number(tid) === process.pid) main += us
     else others += us
   }
