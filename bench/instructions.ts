@@ -50,7 +50,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Link, LinkHandlers, Transport } from '../src/edge/transport/transport.js'
-import { WORKER_EVENT_IDS, eventsBody, printTable, report, writeReport, type BenchResult, SEND_FORM } from './lib.js'
+import { WORKER_EVENT_IDS, azFiller, eventsBody, printTable, report, writeReport, type BenchResult, SEND_FORM } from './lib.js'
 
 const LOW = Number(process.env.BENCH_RECORDS_LOW ?? 2_000)
 const HIGH = Number(process.env.BENCH_RECORDS_HIGH ?? 32_000)
@@ -288,13 +288,10 @@ async function countInstructions(node: string, childJs: string, childArgs: strin
 // ---- the child ------------------------------------------------------------------------------------
 
 function valuePool(valueBytes: number): Uint8Array[] {
-  let x = 0x9e3779b9
+  const fill = azFiller(0x9e3779b9)
   return Array.from({ length: 4096 }, () => {
     const v = new Uint8Array(valueBytes)
-    for (let j = 0; j < valueBytes; j++) {
-      x ^= x << 13; x ^= x >>> 17; x ^= x << 5
-      v[j] = 65 + ((x >>> 0) % 26)
-    }
+    fill(v, 0, valueBytes)
     return v
   })
 }

@@ -133,6 +133,33 @@ export function procStat(path: string): { comm: string; pgrp: number; userUs: nu
 }
 
 /**
+ * Random A-Z bytes for payloads, as ProducerPerformance's `--record-size` fills its array (one
+ * nextInt(26) per byte). Each 32-bit xorshift draw gives four letters, its base-26 digits: 2^32 is
+ * 9,398.4 times 26^4, so every letter's odds stay within 0.011% of 1/26 and the bytes compress as
+ * they did. One draw per byte cost 0.28 µs per 100 B record, bound by the xorshift's dependency
+ * chain, and that was in every Node peer's figure (docs/benchmarks.md).
+ */
+export function azFiller(seed: number): (dst: Uint8Array, from: number, to: number) => void {
+  let x = seed | 0
+  return (dst, from, to) => {
+    let j = from
+    for (; j + 4 <= to; j += 4) {
+      x ^= x << 13; x ^= x >>> 17; x ^= x << 5
+      const r = x >>> 0
+      const q1 = (r / 26) >>> 0, q2 = (q1 / 26) >>> 0, q3 = (q2 / 26) >>> 0
+      dst[j] = 65 + r - 26 * q1
+      dst[j + 1] = 65 + q1 - 26 * q2
+      dst[j + 2] = 65 + q2 - 26 * q3
+      dst[j + 3] = 65 + q3 % 26
+    }
+    for (; j < to; j++) {
+      x ^= x << 13; x ^= x >>> 17; x ^= x << 5
+      dst[j] = 65 + (x >>> 0) % 26
+    }
+  }
+}
+
+/**
  * How the kafka-edge loops of the produce, instructions and faults suites send: `callback`
  * (send(record, callback), as Java's ProducerPerformance; the default) or `promise` (BENCH_SEND=promise).
  * Their children read the same environment variable.

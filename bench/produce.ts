@@ -46,7 +46,7 @@ import { PerformanceObserver } from 'node:perf_hooks'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { AnyProducerSettings, Transport } from '../src/edge/index.js'
-import { printTable, report, writeReport, type BenchResult, SEND_FORM, procStat, userHz } from './lib.js'
+import { printTable, report, writeReport, type BenchResult, SEND_FORM, azFiller, procStat, userHz } from './lib.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const ROOT = join(here, '..')
@@ -447,29 +447,21 @@ const lastLine = (s: string) => s.trim().split('\n').pop()!
  */
 export interface PayloadSource { next: () => Uint8Array; fresh: boolean }
 function payloadSource(valueBytes: number): PayloadSource {
-  let x = 0x9e3779b9
   const file = process.env.BENCH_PAYLOAD_FILE
   if (file) {
     const text = readFileSync(file)
     if (text.length !== POOL_VALUES * (valueBytes + 1)) throw new Error(`${file} does not hold ${POOL_VALUES} values of ${valueBytes} bytes`)
     const pool: Buffer[] = []
     for (let at = 0; at < text.length; at += valueBytes + 1) pool.push(text.subarray(at, at + valueBytes))
+    let x = 0x9e3779b9
     return {
       next: () => { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; return pool[(x >>> 0) % POOL_VALUES]! },
       fresh: false,
     }
   }
   const v = new Uint8Array(valueBytes)
-  return {
-    next: () => {
-      for (let j = 0; j < valueBytes; j++) {
-        x ^= x << 13; x ^= x >>> 17; x ^= x << 5
-        v[j] = 65 + ((x >>> 0) % 26)
-      }
-      return v
-    },
-    fresh: true,
-  }
+  const fill = azFiller(0x9e3779b9)
+  return { next: () => { fill(v, 0, valueBytes); return v }, fresh: true }
 }
 
 /** The pool of `BENCH_PAYLOAD=pool`: POOL_VALUES random A-Z values of `valueBytes`, one per line. */
@@ -477,13 +469,8 @@ function poolFile(valueBytes: number): string {
   const file = join(tmpdir(), `kafka-edge-bench-pool-${valueBytes}-${process.pid}.txt`)
   if (!existsSync(file)) {
     const text = Buffer.alloc(POOL_VALUES * (valueBytes + 1), 10)
-    let x = 0x2545f491
-    for (let i = 0; i < POOL_VALUES; i++) {
-      for (let j = 0; j < valueBytes; j++) {
-        x ^= x << 13; x ^= x >>> 17; x ^= x << 5
-        text[i * (valueBytes + 1) + j] = 65 + ((x >>> 0) % 26)
-      }
-    }
+    const fill = azFiller(0x2545f491)
+    for (let at = 0; at < text.length; at += valueBytes + 1) fill(text, at, at + valueBytes)
     writeFileSync(file, text)
     process.on('exit', () => rmSync(file, { force: true }))
   }
